@@ -1,0 +1,103 @@
+#include <ophost/services.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <new>
+
+struct oph_status {
+  int32_t code;
+  std::string message;
+};
+
+namespace ophost {
+
+const char* code_name(Code code) noexcept {
+  switch (code) {
+    case Code::kOk: return "OK";
+    case Code::kCancelled: return "CANCELLED";
+    case Code::kUnknown: return "UNKNOWN";
+    case Code::kInvalidArgument: return "INVALID_ARGUMENT";
+    case Code::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
+    case Code::kNotFound: return "NOT_FOUND";
+    case Code::kAlreadyExists: return "ALREADY_EXISTS";
+    case Code::kPermissionDenied: return "PERMISSION_DENIED";
+    case Code::kResourceExhausted: return "RESOURCE_EXHAUSTED";
+    case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case Code::kAborted: return "ABORTED";
+    case Code::kOutOfRange: return "OUT_OF_RANGE";
+    case Code::kUnimplemented: return "UNIMPLEMENTED";
+    case Code::kInternal: return "INTERNAL";
+    case Code::kUnavailable: return "UNAVAILABLE";
+    case Code::kDataLoss: return "DATA_LOSS";
+  }
+  return "UNKNOWN";
+}
+
+namespace {
+
+oph_status* status_create(int32_t code, const char* message) {
+  if (code == OPH_CODE_OK) return nullptr;
+  try {
+    // The one place the host allocates a status; its receiver frees it with status_destroy.
+    return std::make_unique<oph_status>(oph_status{code, message ? message : ""}).release();
+  } catch (...) {
+    return nullptr;  // out of memory while reporting an error: nothing better can be done
+  }
+}
+int32_t status_code(const oph_status* s) { return s ? s->code : OPH_CODE_OK; }
+const char* status_message(const oph_status* s) { return s ? s->message.c_str() : ""; }
+void status_destroy(oph_status* s) { std::unique_ptr<oph_status> owned(s); }
+
+void log_line(void*, int32_t level, const char* plugin, const char* message) {
+  auto lvl = spdlog::level::info;
+  switch (level) {
+    case OPH_LOG_TRACE: lvl = spdlog::level::trace; break;
+    case OPH_LOG_DEBUG: lvl = spdlog::level::debug; break;
+    case OPH_LOG_INFO: lvl = spdlog::level::info; break;
+    case OPH_LOG_WARN: lvl = spdlog::level::warn; break;
+    default: lvl = spdlog::level::err; break;
+  }
+  spdlog::log(lvl, "[{}] {}", plugin ? plugin : "plugin", message ? message : "");
+}
+
+void parallel_for_serial(void*, size_t n, size_t, oph_parallel_fn fn, void* user) {
+  if (n > 0 && fn) fn(user, 0, n);
+}
+
+void* scratch_alloc(void*, oph_device, size_t bytes) {
+  return std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64);
+}
+void scratch_free(void*, oph_device, void* p) { std::free(p); }
+
+const char* config_get(void*, const char*, const char*) { return nullptr; }
+
+}  // namespace
+
+// Default services; the runtime replaces parallel_for/scratch with its pool-backed versions through
+// set_services_* hooks in host/exec.
+oph_host_services g_services = {
+    sizeof(oph_host_services), nullptr, status_create, status_code, status_message, status_destroy, log_line,
+    parallel_for_serial,       scratch_alloc, scratch_free, config_get,
+};
+
+const oph_host_services* host_services() noexcept { return &g_services; }
+
+oph_status* make_status(Code code, const std::string& message) noexcept {
+  return status_create(static_cast<int32_t>(code), message.c_str());
+}
+
+std::string consume_status(oph_status* status, Code* out_code) {
+  std::unique_ptr<oph_status> owned(status);
+  if (out_code) *out_code = status ? static_cast<Code>(status->code) : Code::kOk;
+  return status ? status->message : std::string();
+}
+
+void throw_if_error(oph_status* status, const std::string& context) {
+  if (!status) return;
+  Code code = Code::kOk;
+  std::string msg = consume_status(status, &code);
+  throw Error(code == Code::kOk ? Code::kUnknown : code, context.empty() ? msg : context + ": " + msg);
+}
+
+}  // namespace ophost

@@ -1,0 +1,93 @@
+// The C++ embedding API: a Runtime owns the discovered plugins; a Session owns one loaded, prepared model.
+// The `ophost` command is built on exactly this API.
+//
+//   ophost::Runtime rt({});                              // discovers and loads plugins
+//   auto session = rt.load("model.onnx");                // parse, resolve, infer, create kernels
+//   auto outputs = session->run({{"x", tensor}});        // named tensors in, named tensors out
+#pragma once
+
+#include <ophost/error.hpp>
+#include <ophost/tensor.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ophost {
+
+struct RuntimeOptions {
+  // Plugin roots searched first, in order (each root is searched one level deep).
+  std::vector<std::filesystem::path> plugin_paths;
+  // Also search $OPHOST_PLUGIN_PATH (colon-separated) and <exe>/../lib/ophost/plugins.
+  bool use_env_plugin_path = true;
+  bool use_default_plugin_dir = true;
+  // Glob patterns of plugin names not to load (added to $OPHOST_PLUGINS_DISABLE).
+  std::vector<std::string> disabled_plugins;
+};
+
+// One plugin the discovery looked at, and what was decided about it.
+struct PluginReport {
+  std::string name;              // manifest name, or the folder name when the manifest was unreadable
+  std::filesystem::path manifest;  // path of ophost-plugin.json
+  std::filesystem::path library;   // resolved library path ("" when unknown)
+  std::string kind;              // "operator-pack" | "device-backend" | ""
+  std::string version;
+  bool loaded = false;
+  std::string reason;            // why it was rejected (empty when loaded)
+  std::vector<std::string> ops;  // "domain::name@since-end on device"
+  std::vector<std::string> devices;  // device descriptions, "cpu: <name> ..." or "cuda: inactive (<reason>)"
+};
+
+struct ValueInfo {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  std::vector<int64_t> shape;  // -1 for unknown/symbolic dims
+};
+
+struct SessionOptions {
+  // Device preference; empty = all available in discovery order with "cpu" last.
+  std::vector<std::string> devices;
+};
+
+class Session;
+
+class Runtime {
+ public:
+  // Discovers plugins and loads every plugin that passes its checks. Never throws for a rejected plugin (see
+  // plugins()); throws Error only for unusable options.
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Everything discovery looked at, in search order.
+  const std::vector<PluginReport>& plugins() const noexcept;
+
+  // Loads and prepares a model. Throws Error with a message naming file, node, op and fix.
+  std::unique_ptr<Session> load(const std::filesystem::path& model, const SessionOptions& options = {});
+
+  struct Impl;
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class Session {
+ public:
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::vector<ValueInfo>& inputs() const noexcept;
+  const std::vector<ValueInfo>& outputs() const noexcept;
+
+  // Runs the model. Every graph input must be given exactly once; outputs are returned in graph order.
+  std::vector<NamedTensor> run(const std::vector<NamedTensor>& inputs);
+
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ophost
