@@ -1,0 +1,378 @@
+// ONNX TensorProto -> ophost::Tensor, including external data confined to the model's folder.
+#include "model/tensor_proto.hpp"
+
+#include <ophost/error.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <iterator>
+#include <bit>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <system_error>
+
+namespace ophost {
+
+static_assert(std::endian::native == std::endian::little,
+              "ONNX raw_data and .npy files are little-endian; ophost assumes a little-endian host");
+
+namespace fs = std::filesystem;
+
+std::optional<DType> dtype_from_onnx(int32_t elem_type) noexcept {
+  switch (elem_type) {
+    case 1: return DType::kFloat32;
+    case 2: return DType::kUint8;
+    case 3: return DType::kInt8;
+    case 4: return DType::kUint16;
+    case 5: return DType::kInt16;
+    case 6: return DType::kInt32;
+    case 7: return DType::kInt64;
+    case 8: return DType::kString;
+    case 9: return DType::kBool;
+    case 10: return DType::kFloat16;
+    case 11: return DType::kFloat64;
+    case 12: return DType::kUint32;
+    case 13: return DType::kUint64;
+    case 16: return DType::kBFloat16;
+    default: return std::nullopt;
+  }
+}
+
+std::string onnx_dtype_name(int32_t elem_type) {
+  if (auto d = dtype_from_onnx(elem_type)) return dtype_name(*d);
+  switch (elem_type) {
+    case 0: return "undefined";
+    case 14: return "complex64";
+    case 15: return "complex128";
+    case 17: return "float8e4m3fn";
+    case 18: return "float8e4m3fnuz";
+    case 19: return "float8e5m2";
+    case 20: return "float8e5m2fnuz";
+    case 21: return "uint4";
+    case 22: return "int4";
+    case 23: return "float4e2m1";
+    default: return "type " + std::to_string(elem_type);
+  }
+}
+
+namespace {
+
+std::string tensor_label(const onnx::TensorProto& proto) {
+  return proto.name().empty() ? std::string("tensor") : "tensor '" + proto.name() + "'";
+}
+
+// True when `inner` is strictly inside `outer` (both absolute, normalised).
+bool is_inside(const fs::path& outer, const fs::path& inner) {
+  auto o = outer.begin(), oe = outer.end();
+  auto i = inner.begin(), ie = inner.end();
+  // A trailing separator leaves an empty last component in `outer`; ignore it.
+  for (; o != oe; ++o, ++i) {
+    if (o->empty() && std::next(o) == oe) break;
+    if (i == ie || *o != *i) return false;
+  }
+  return i != ie;
+}
+
+int64_t parse_nonnegative(const std::string& value, const std::string& key, const std::string& label) {
+  int64_t v = 0;
+  const char* b = value.data();
+  const char* e = value.data() + value.size();
+  auto [p, ec] = std::from_chars(b, e, v);
+  if (ec == std::errc::result_out_of_range) {
+    throw Error(Code::kInvalidArgument, label + ": external data " + key + " '" + value + "' is out of range");
+  }
+  if (ec != std::errc() || p != e || value.empty()) {
+    throw Error(Code::kInvalidArgument,
+                label + ": external data " + key + " '" + value + "' is not an integer; write a byte count");
+  }
+  if (v < 0) {
+    throw Error(Code::kInvalidArgument,
+                label + ": external data " + key + " is negative (" + value + "); it must be >= 0");
+  }
+  return v;
+}
+
+struct ExternalRef {
+  fs::path file;
+  uint64_t offset = 0;
+  uint64_t length = 0;  // bytes to read
+};
+
+// Resolves and checks an external-data reference before anything is opened.
+ExternalRef resolve_external(const onnx::TensorProto& proto, const fs::path& base_dir, uint64_t expected_bytes) {
+  const std::string label = tensor_label(proto);
+  std::string location;
+  bool has_location = false;
+  std::optional<int64_t> offset, length;
+  for (const auto& kv : proto.external_data()) {
+    if (kv.key() == "location") {
+      location = kv.value();
+      has_location = true;
+    } else if (kv.key() == "offset") {
+      offset = parse_nonnegative(kv.value(), "offset", label);
+    } else if (kv.key() == "length") {
+      length = parse_nonnegative(kv.value(), "length", label);
+    }
+    // "checksum" and other keys are informational.
+  }
+  if (!has_location || location.empty()) {
+    throw Error(Code::kInvalidArgument,
+                label + ": data_location is EXTERNAL but external_data has no 'location'; re-export the model "
+                        "with its external data, or store the tensor inline");
+  }
+  if (location.find('\0') != std::string::npos) {
+    throw Error(Code::kInvalidArgument, label + ": external data location contains a NUL character");
+  }
+  if (base_dir.empty()) {
+    throw Error(Code::kFailedPrecondition,
+                label + ": uses external data ('" + location +
+                    "') but the model was loaded from memory with no folder; load it from its file instead");
+  }
+  const fs::path loc(location);
+  if (loc.is_absolute() || loc.has_root_name() || loc.has_root_directory()) {
+    throw Error(Code::kPermissionDenied,
+                label + ": external data location '" + location +
+                    "' is an absolute path; external data must be a relative path inside the model's folder");
+  }
+  const fs::path norm = loc.lexically_normal();
+  if (norm.empty() || norm == "." || *norm.begin() == "..") {
+    throw Error(Code::kPermissionDenied,
+                label + ": external data location '" + location +
+                    "' escapes the model's folder; external data must be a file inside the model's folder");
+  }
+  std::error_code ec;
+  const fs::path base = fs::canonical(base_dir, ec);
+  if (ec) {
+    throw Error(Code::kNotFound,
+                label + ": cannot resolve the model folder '" + base_dir.string() + "': " + ec.message());
+  }
+  const fs::path target = fs::weakly_canonical(base / norm, ec);
+  if (ec) {
+    throw Error(Code::kNotFound,
+                label + ": cannot resolve external data location '" + location + "': " + ec.message());
+  }
+  if (!is_inside(base, target)) {
+    throw Error(Code::kPermissionDenied,
+                label + ": external data location '" + location + "' resolves to '" + target.string() +
+                    "', outside the model's folder '" + base.string() +
+                    "' (through a symbolic link); copy the data file into the model's folder");
+  }
+  if (!fs::exists(target, ec)) {
+    throw Error(Code::kNotFound, label + ": external data file '" + location + "' not found (looked for '" +
+                                     target.string() + "'); copy it next to the model");
+  }
+  if (!fs::is_regular_file(target, ec)) {
+    throw Error(Code::kInvalidArgument,
+                label + ": external data location '" + location + "' is not a regular file");
+  }
+  const uint64_t file_size = fs::file_size(target, ec);
+  if (ec) {
+    throw Error(Code::kUnavailable, label + ": cannot stat external data file '" + target.string() +
+                                        "': " + ec.message());
+  }
+  ExternalRef ref;
+  ref.file = target;
+  ref.offset = static_cast<uint64_t>(offset.value_or(0));
+  if (ref.offset > file_size) {
+    throw Error(Code::kOutOfRange, label + ": external data offset " + std::to_string(ref.offset) +
+                                       " is past the end of '" + location + "' (" + std::to_string(file_size) +
+                                       " bytes)");
+  }
+  if (length) {
+    ref.length = static_cast<uint64_t>(*length);
+    if (ref.length > file_size - ref.offset) {
+      throw Error(Code::kOutOfRange, label + ": external data range offset " + std::to_string(ref.offset) +
+                                         " + length " + std::to_string(ref.length) + " runs past the end of '" +
+                                         location + "' (" + std::to_string(file_size) +
+                                         " bytes); the data file is truncated or does not belong to this model");
+    }
+    if (ref.length != expected_bytes) {
+      throw Error(Code::kInvalidArgument, label + ": external data length " + std::to_string(ref.length) +
+                                              " does not match the tensor's size (" +
+                                              std::to_string(expected_bytes) + " bytes)");
+    }
+  } else {
+    if (expected_bytes > file_size - ref.offset) {
+      throw Error(Code::kOutOfRange, label + ": external data file '" + location + "' holds " +
+                                         std::to_string(file_size - ref.offset) + " bytes from offset " +
+                                         std::to_string(ref.offset) + " but the tensor needs " +
+                                         std::to_string(expected_bytes));
+    }
+    ref.length = expected_bytes;
+  }
+  return ref;
+}
+
+template <class Dst, class Src>
+void copy_typed(Tensor& t, const Src& src) {
+  Dst* d = t.data_as<Dst>();
+  int64_t k = 0;
+  for (const auto& v : src) d[k++] = static_cast<Dst>(v);
+}
+
+std::string field_count_error(const onnx::TensorProto& proto, const char* field, int64_t have, int64_t numel,
+                              DType dtype) {
+  std::string dims;
+  for (int i = 0; i < proto.dims_size(); ++i) dims += (i ? "," : "") + std::to_string(proto.dims(i));
+  return tensor_label(proto) + ": " + field + " holds " + std::to_string(have) + " values but dims [" + dims +
+         "] (" + dtype_name(dtype) + ") need " + std::to_string(numel);
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const fs::path& base_dir) {
+  const std::string label = tensor_label(proto);
+  const auto dtype_opt = dtype_from_onnx(proto.data_type());
+  if (!dtype_opt) {
+    if (proto.data_type() == 0) {
+      throw Error(Code::kInvalidArgument, label + ": data_type is not set");
+    }
+    throw Error(Code::kUnimplemented, label + ": element type " + onnx_dtype_name(proto.data_type()) +
+                                          " is not supported by ophost");
+  }
+  const DType dtype = *dtype_opt;
+  if (proto.has_segment()) {
+    throw Error(Code::kUnimplemented, label + ": segmented tensors are not supported");
+  }
+  std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  for (int64_t d : dims) {
+    if (d < 0) {
+      throw Error(Code::kInvalidArgument,
+                  label + ": dims " + shape_to_string(dims) + " contain a negative dimension");
+    }
+  }
+  int64_t numel = 0;
+  try {
+    numel = shape_numel(dims);
+  } catch (const Error& e) {
+    throw Error(e.code(), label + ": " + e.what());
+  }
+  const size_t esize = dtype_size(dtype);
+  uint64_t expected_bytes = 0;
+  if (dtype != DType::kString &&
+      __builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(esize), &expected_bytes)) {
+    throw Error(Code::kOutOfRange, label + ": dims " + shape_to_string(dims) + " are too large");
+  }
+
+  const bool external = proto.has_data_location() && proto.data_location() == onnx::TensorProto::EXTERNAL;
+  if (external) {
+    if (dtype == DType::kString) {
+      throw Error(Code::kUnimplemented, label + ": string tensors with external data are not supported");
+    }
+    const ExternalRef ref = resolve_external(proto, base_dir, expected_bytes);
+    Tensor t(dtype, std::move(dims));
+    if (ref.length == 0) return t;
+    std::ifstream in(ref.file, std::ios::binary);
+    if (!in) {
+      throw Error(Code::kUnavailable, label + ": cannot open external data file '" + ref.file.string() +
+                                          "': " + std::strerror(errno));
+    }
+    in.seekg(static_cast<std::streamoff>(ref.offset));
+    in.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(ref.length));
+    if (!in || static_cast<uint64_t>(in.gcount()) != ref.length) {
+      throw Error(Code::kDataLoss, label + ": short read from external data file '" + ref.file.string() + "'");
+    }
+    return t;
+  }
+
+  if (dtype == DType::kString) {
+    if (proto.has_raw_data() && !proto.raw_data().empty()) {
+      throw Error(Code::kInvalidArgument, label + ": string tensors must use string_data, not raw_data");
+    }
+    if (proto.string_data_size() != numel) {
+      throw Error(Code::kInvalidArgument,
+                  field_count_error(proto, "string_data", proto.string_data_size(), numel, dtype));
+    }
+    Tensor t(dtype, std::move(dims));
+    for (int64_t k = 0; k < numel; ++k) t.strings()[static_cast<size_t>(k)] = proto.string_data(static_cast<int>(k));
+    return t;
+  }
+
+  if (proto.has_raw_data()) {
+    const std::string& raw = proto.raw_data();
+    if (raw.size() != expected_bytes) {
+      throw Error(Code::kInvalidArgument, label + ": raw_data holds " + std::to_string(raw.size()) +
+                                              " bytes but dims " + shape_to_string(dims) + " (" +
+                                              dtype_name(dtype) + ") need " + std::to_string(expected_bytes));
+    }
+    Tensor t(dtype, std::move(dims));
+    if (!raw.empty()) std::memcpy(t.data(), raw.data(), raw.size());
+    return t;
+  }
+
+  auto check = [&](const char* field, int64_t have) {
+    if (have != numel) {
+      throw Error(Code::kInvalidArgument, field_count_error(proto, field, have, numel, dtype));
+    }
+  };
+  switch (dtype) {
+    case DType::kFloat32: {
+      check("float_data", proto.float_data_size());
+      Tensor t(dtype, std::move(dims));
+      copy_typed<float>(t, proto.float_data());
+      return t;
+    }
+    case DType::kFloat64: {
+      check("double_data", proto.double_data_size());
+      Tensor t(dtype, std::move(dims));
+      copy_typed<double>(t, proto.double_data());
+      return t;
+    }
+    case DType::kInt64: {
+      check("int64_data", proto.int64_data_size());
+      Tensor t(dtype, std::move(dims));
+      copy_typed<int64_t>(t, proto.int64_data());
+      return t;
+    }
+    case DType::kUint32:
+    case DType::kUint64: {
+      check("uint64_data", proto.uint64_data_size());
+      Tensor t(dtype, std::move(dims));
+      if (dtype == DType::kUint32) {
+        copy_typed<uint32_t>(t, proto.uint64_data());
+      } else {
+        copy_typed<uint64_t>(t, proto.uint64_data());
+      }
+      return t;
+    }
+    case DType::kInt32:
+    case DType::kInt16:
+    case DType::kInt8:
+    case DType::kUint16:
+    case DType::kUint8:
+    case DType::kBool:
+    case DType::kFloat16:
+    case DType::kBFloat16: {
+      check("int32_data", proto.int32_data_size());
+      Tensor t(dtype, std::move(dims));
+      const auto& src = proto.int32_data();
+      switch (dtype) {
+        case DType::kInt32: copy_typed<int32_t>(t, src); break;
+        case DType::kInt16: copy_typed<int16_t>(t, src); break;
+        case DType::kInt8: copy_typed<int8_t>(t, src); break;
+        case DType::kUint16:
+        case DType::kFloat16:   // IEEE half bit patterns
+        case DType::kBFloat16:  // bfloat16 bit patterns
+          copy_typed<uint16_t>(t, src);
+          break;
+        case DType::kUint8: copy_typed<uint8_t>(t, src); break;
+        case DType::kBool: {
+          uint8_t* d = t.data_as<uint8_t>();
+          int64_t k = 0;
+          for (int32_t v : src) d[k++] = v != 0 ? 1 : 0;
+          break;
+        }
+        default: break;
+      }
+      return t;
+    }
+    case DType::kString:
+    case DType::kUndefined: break;
+  }
+  throw Error(Code::kInternal, label + ": unhandled element type " + std::string(dtype_name(dtype)));
+}
+
+}  // namespace ophost

@@ -1,0 +1,27 @@
+// ONNX TensorProto -> ophost::Tensor. Internal to the host (pulls in the ONNX protobuf classes).
+#pragma once
+
+#include <ophost/tensor.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+namespace ophost {
+
+// The DType for an ONNX TensorProto.DataType value, or nullopt when ophost has no such element type
+// (complex, float8, int4, ...).
+std::optional<DType> dtype_from_onnx(int32_t elem_type) noexcept;
+
+// Name of an ONNX element type for messages ("float32", "complex64", "float8e4m3fn", ... or "type N").
+std::string onnx_dtype_name(int32_t elem_type);
+
+// Decodes a TensorProto (raw_data, typed *_data fields, or external data). External data is read from
+// `base_dir`, and only from files that resolve inside it: absolute locations, ".." escapes, symlinks leading
+// outside, negative or non-numeric offset/length and ranges past the end of the file are rejected before
+// anything is opened. Throws ophost::Error naming the tensor; callers add the file name.
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::filesystem::path& base_dir);
+
+}  // namespace ophost
