@@ -1,0 +1,412 @@
+// ONNX file -> ophost::Model, with the host's own structural validation.
+#include "model/model.hpp"
+
+#include "model/tensor_proto.hpp"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <queue>
+#include <set>
+#include <string>
+#include <system_error>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ophost {
+
+namespace fs = std::filesystem;
+
+std::string describe_node(const Node& node) {
+  std::string op = node.domain.empty() ? node.op_type : node.domain + "::" + node.op_type;
+  return "node '" + node.name + "' (" + op + ")";
+}
+
+namespace {
+
+// Builds errors that all start with the model's name.
+struct Reporter {
+  std::string file;
+  [[noreturn]] void fail(Code code, const std::string& what) const { throw Error(code, file + ": " + what); }
+};
+
+std::string normalise_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
+ModelValueInfo convert_value_info(const onnx::ValueInfoProto& vi, const char* role, bool require_type,
+                                  const Reporter& r) {
+  ModelValueInfo out;
+  out.name = vi.name();
+  if (out.name.empty()) r.fail(Code::kInvalidArgument, std::string(role) + " without a name; give every graph " +
+                                                           role + " a name");
+  if (!vi.has_type() || vi.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+    if (require_type) {
+      r.fail(Code::kInvalidArgument,
+             std::string(role) + " '" + out.name + "' has no type; declare its element type (and shape)");
+    }
+    return out;
+  }
+  if (!vi.type().has_tensor_type()) {
+    if (!require_type) return out;  // sequence/map/optional intermediates: no tensor info to record
+    r.fail(Code::kUnimplemented, std::string(role) + " '" + out.name +
+                                     "' is not a tensor (sequence, map or optional types are not supported yet)");
+  }
+  const auto& tt = vi.type().tensor_type();
+  if (tt.has_elem_type() && tt.elem_type() != 0) {
+    auto d = dtype_from_onnx(tt.elem_type());
+    if (!d) {
+      r.fail(Code::kUnimplemented, std::string(role) + " '" + out.name + "' has element type " +
+                                       onnx_dtype_name(tt.elem_type()) + ", which ophost does not support");
+    }
+    out.dtype = *d;
+  } else if (require_type) {
+    r.fail(Code::kInvalidArgument, std::string(role) + " '" + out.name + "' has no element type; declare it");
+  }
+  if (tt.has_shape()) {
+    out.has_shape = true;
+    for (const auto& dim : tt.shape().dim()) {
+      if (dim.has_dim_value()) {
+        if (dim.dim_value() < 0) {
+          r.fail(Code::kInvalidArgument, std::string(role) + " '" + out.name + "' has a negative dimension (" +
+                                             std::to_string(dim.dim_value()) + ")");
+        }
+        out.shape.push_back(dim.dim_value());
+        out.dim_params.emplace_back();
+      } else {
+        out.shape.push_back(OPH_DIM_UNKNOWN);
+        out.dim_params.push_back(dim.has_dim_param() ? dim.dim_param() : std::string());
+      }
+    }
+  }
+  return out;
+}
+
+int32_t infer_attribute_type(const onnx::AttributeProto& a) {
+  // Very old files leave `type` unset; take it from the one field that is filled.
+  if (a.has_f()) return OPH_ATTR_FLOAT;
+  if (a.has_i()) return OPH_ATTR_INT;
+  if (a.has_s()) return OPH_ATTR_STRING;
+  if (a.has_t()) return OPH_ATTR_TENSOR;
+  if (a.has_g()) return onnx::AttributeProto::GRAPH;
+  if (a.floats_size()) return OPH_ATTR_FLOATS;
+  if (a.ints_size()) return OPH_ATTR_INTS;
+  if (a.strings_size()) return OPH_ATTR_STRINGS;
+  if (a.graphs_size()) return onnx::AttributeProto::GRAPHS;
+  return OPH_ATTR_UNDEFINED;
+}
+
+Attribute convert_attribute(const onnx::AttributeProto& a, int index, const std::string& where,
+                            const fs::path& base_dir, const Reporter& r) {
+  Attribute out;
+  out.name = a.name();
+  if (out.name.empty()) {
+    r.fail(Code::kInvalidArgument,
+           where + ": attribute #" + std::to_string(index) + " has no name; every attribute needs a name");
+  }
+  const std::string attr = where + ": attribute '" + out.name + "'";
+  if (!a.ref_attr_name().empty()) {
+    r.fail(Code::kInvalidArgument, attr + " refers to a function attribute ('" + a.ref_attr_name() +
+                                       "'), which is only allowed inside a function body");
+  }
+  int32_t type = a.has_type() ? static_cast<int32_t>(a.type()) : OPH_ATTR_UNDEFINED;
+  if (type == OPH_ATTR_UNDEFINED) type = infer_attribute_type(a);
+  switch (type) {
+    case OPH_ATTR_FLOAT: out.f = a.f(); break;
+    case OPH_ATTR_INT: out.i = a.i(); break;
+    case OPH_ATTR_STRING: out.s = a.s(); break;
+    case OPH_ATTR_TENSOR:
+      try {
+        out.t = tensor_from_proto(a.t(), base_dir);
+      } catch (const Error& e) {
+        r.fail(e.code(), attr + ": " + e.what());
+      }
+      break;
+    case OPH_ATTR_FLOATS: out.floats.assign(a.floats().begin(), a.floats().end()); break;
+    case OPH_ATTR_INTS: out.ints.assign(a.ints().begin(), a.ints().end()); break;
+    case OPH_ATTR_STRINGS: out.strings.assign(a.strings().begin(), a.strings().end()); break;
+    case onnx::AttributeProto::GRAPH:
+    case onnx::AttributeProto::GRAPHS:
+      r.fail(Code::kUnimplemented, attr + " is a subgraph; control-flow ops with subgraphs (If, Loop, Scan) are "
+                                          "not supported yet");
+    case onnx::AttributeProto::SPARSE_TENSOR:
+    case onnx::AttributeProto::SPARSE_TENSORS:
+      r.fail(Code::kUnimplemented, attr + " is a sparse tensor, which is not supported yet");
+    case onnx::AttributeProto::TENSORS:
+      r.fail(Code::kUnimplemented, attr + " is a list of tensors (TENSORS), which is not supported yet");
+    case OPH_ATTR_UNDEFINED:
+      r.fail(Code::kInvalidArgument, attr + " has no type and no value");
+    default:
+      r.fail(Code::kUnimplemented, attr + " has attribute type " + std::to_string(type) +
+                                       ", which is not supported");
+  }
+  out.type = type;
+  return out;
+}
+
+// Kahn's algorithm; among ready nodes the one earliest in the file goes first, so an already sorted graph keeps
+// its order. Reports a real cycle with the nodes on it.
+std::vector<Node> topo_sort(std::vector<Node> nodes, const std::unordered_map<std::string, size_t>& producer,
+                            const Reporter& r) {
+  const size_t n = nodes.size();
+  std::vector<std::vector<size_t>> consumers(n);
+  std::vector<size_t> indegree(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    std::set<size_t> preds;  // distinct producers of this node's inputs
+    for (const auto& in : nodes[k].inputs) {
+      if (in.empty()) continue;
+      auto it = producer.find(in);
+      if (it != producer.end()) preds.insert(it->second);
+    }
+    indegree[k] = preds.size();
+    for (size_t p : preds) consumers[p].push_back(k);
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t k = 0; k < n; ++k)
+    if (indegree[k] == 0) ready.push(k);
+  std::vector<size_t> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    size_t k = ready.top();
+    ready.pop();
+    order.push_back(k);
+    for (size_t c : consumers[k])
+      if (--indegree[c] == 0) ready.push(c);
+  }
+  if (order.size() != n) {
+    // Walk back from an unsorted node through unsorted producers until a node repeats: that is a cycle.
+    std::vector<bool> done(n, false);
+    for (size_t k : order) done[k] = true;
+    size_t start = 0;
+    while (done[start]) ++start;
+    std::vector<size_t> path;
+    std::unordered_map<size_t, size_t> pos;
+    size_t cur = start;
+    while (!pos.count(cur)) {
+      pos[cur] = path.size();
+      path.push_back(cur);
+      size_t next = cur;
+      for (const auto& in : nodes[cur].inputs) {
+        if (in.empty()) continue;
+        auto it = producer.find(in);
+        if (it != producer.end() && !done[it->second]) {
+          next = it->second;
+          break;
+        }
+      }
+      cur = next;
+    }
+    // path[pos[cur]..] is the cycle, in consumer -> producer order; print it producer -> consumer.
+    std::vector<size_t> cycle(path.begin() + static_cast<std::ptrdiff_t>(pos[cur]), path.end());
+    std::reverse(cycle.begin(), cycle.end());
+    std::string text;
+    for (size_t k : cycle) text += describe_node(nodes[k]) + " -> ";
+    text += describe_node(nodes[cycle.front()]);
+    r.fail(Code::kInvalidArgument, "the graph has a cycle: " + text +
+                                       "; ONNX graphs must be acyclic (loops belong in a Loop node)");
+  }
+  std::vector<Node> sorted;
+  sorted.reserve(n);
+  for (size_t k : order) sorted.push_back(std::move(nodes[k]));
+  return sorted;
+}
+
+}  // namespace
+
+Model load_model_from_bytes(std::span<const std::byte> bytes, const fs::path& base_dir,
+                            std::string_view display_name) {
+  const Reporter r{std::string(display_name)};
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+    r.fail(Code::kInvalidArgument, "model is " + std::to_string(bytes.size()) +
+                                       " bytes; protobuf files are limited to 2 GiB, so store the weights as "
+                                       "external data");
+  }
+  onnx::ModelProto proto;
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    r.fail(Code::kInvalidArgument, "not an ONNX model (protobuf ModelProto parse failed; " +
+                                       std::to_string(bytes.size()) + " bytes)");
+  }
+  if (!proto.has_ir_version()) {
+    r.fail(Code::kInvalidArgument, "not an ONNX model (no ir_version; " + std::to_string(bytes.size()) +
+                                       " bytes)");
+  }
+  if (!proto.has_graph()) {
+    r.fail(Code::kInvalidArgument, "not an ONNX model (no graph; " + std::to_string(bytes.size()) + " bytes)");
+  }
+  const onnx::GraphProto& g = proto.graph();
+  if (g.node_size() == 0) {
+    r.fail(Code::kInvalidArgument, "the graph is empty (no nodes); export the model again");
+  }
+  if (g.output_size() == 0) {
+    r.fail(Code::kInvalidArgument, "the graph declares no outputs; export the model with its outputs");
+  }
+
+  Model m;
+  m.ir_version = proto.ir_version();
+  m.producer_name = proto.producer_name();
+  m.producer_version = proto.producer_version();
+  for (const auto& op : proto.opset_import()) {
+    const std::string domain = normalise_domain(op.domain());
+    auto [it, inserted] = m.opset_imports.emplace(domain, op.version());
+    if (!inserted && it->second != op.version()) {
+      r.fail(Code::kInvalidArgument, "opset_import lists domain '" + (domain.empty() ? "ai.onnx" : domain) +
+                                         "' twice, with versions " + std::to_string(it->second) + " and " +
+                                         std::to_string(op.version()));
+    }
+  }
+
+  // Initializers.
+  if (g.sparse_initializer_size() > 0) {
+    r.fail(Code::kUnimplemented, "sparse initializer '" + g.sparse_initializer(0).values().name() +
+                                     "' is not supported yet; store it as a dense initializer");
+  }
+  std::unordered_set<std::string> defined;  // graph inputs, initializers, node outputs
+  std::unordered_set<std::string> initializer_names;
+  m.initializers.reserve(static_cast<size_t>(g.initializer_size()));
+  for (int k = 0; k < g.initializer_size(); ++k) {
+    const auto& t = g.initializer(k);
+    if (t.name().empty()) {
+      r.fail(Code::kInvalidArgument, "initializer #" + std::to_string(k) + " has no name");
+    }
+    if (!initializer_names.insert(t.name()).second) {
+      r.fail(Code::kInvalidArgument, "initializer '" + t.name() + "' is defined twice");
+    }
+    try {
+      m.initializers.emplace_back(t.name(), tensor_from_proto(t, base_dir));
+    } catch (const Error& e) {
+      r.fail(e.code(), std::string("initializer: ") + e.what());
+    }
+    defined.insert(t.name());
+  }
+
+  // Graph inputs (those with an initializer are overridable defaults, not model inputs).
+  std::unordered_set<std::string> input_names;
+  for (const auto& vi : g.input()) {
+    const bool is_init = initializer_names.count(vi.name()) > 0;
+    ModelValueInfo info = convert_value_info(vi, "graph input", !is_init, r);
+    if (!input_names.insert(info.name).second) {
+      r.fail(Code::kInvalidArgument, "graph input '" + info.name + "' is declared twice");
+    }
+    defined.insert(info.name);
+    if (!is_init) m.inputs.push_back(std::move(info));
+  }
+
+  // Nodes.
+  std::vector<Node> nodes;
+  nodes.reserve(static_cast<size_t>(g.node_size()));
+  std::unordered_map<std::string, size_t> producer;  // value -> index into `nodes`
+  for (int k = 0; k < g.node_size(); ++k) {
+    const auto& np = g.node(k);
+    Node node;
+    node.op_type = np.op_type();
+    node.domain = normalise_domain(np.domain());
+    node.name = np.name().empty() ? np.op_type() + "_" + std::to_string(k) : np.name();
+    if (node.op_type.empty()) {
+      r.fail(Code::kInvalidArgument, "node #" + std::to_string(k) + " ('" + node.name + "') has no op_type");
+    }
+    const std::string where = describe_node(node);
+    if (!m.opset_imports.count(node.domain)) {
+      r.fail(Code::kInvalidArgument,
+             where + " uses domain '" + (node.domain.empty() ? std::string("ai.onnx") : node.domain) +
+                 "' but the model has no opset_import for it; add opset_import { domain: \"" + node.domain +
+                 "\", version: N }");
+    }
+    node.inputs.assign(np.input().begin(), np.input().end());
+    node.outputs.assign(np.output().begin(), np.output().end());
+    std::unordered_set<std::string> attr_names;
+    for (int a = 0; a < np.attribute_size(); ++a) {
+      node.attributes.push_back(convert_attribute(np.attribute(a), a, where, base_dir, r));
+      if (!attr_names.insert(node.attributes.back().name).second) {
+        r.fail(Code::kInvalidArgument, where + ": attribute '" + node.attributes.back().name + "' is given twice");
+      }
+    }
+    for (const auto& out : node.outputs) {
+      if (out.empty()) continue;
+      if (initializer_names.count(out)) {
+        r.fail(Code::kInvalidArgument, where + ": output '" + out + "' has the same name as an initializer; "
+                                                   "every value must be defined once");
+      }
+      if (input_names.count(out)) {
+        r.fail(Code::kInvalidArgument, where + ": output '" + out + "' has the same name as a graph input; "
+                                                   "every value must be defined once");
+      }
+      auto [it, inserted] = producer.emplace(out, nodes.size());
+      if (!inserted) {
+        const std::string other = it->second == nodes.size() ? std::string("the same node")
+                                                             : describe_node(nodes[it->second]);
+        r.fail(Code::kInvalidArgument, where + ": output '" + out + "' is already produced by " + other +
+                                           "; every value must be defined once");
+      }
+    }
+    nodes.push_back(std::move(node));
+  }
+  // Every input must be defined somewhere (order is fixed by the sort below).
+  for (const auto& node : nodes) {
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const auto& in = node.inputs[k];
+      if (in.empty() || defined.count(in) || producer.count(in)) continue;
+      r.fail(Code::kInvalidArgument,
+             describe_node(node) + ": input #" + std::to_string(k) + " '" + in +
+                 "' is not defined: it is not a graph input, an initializer or the output of any node");
+    }
+  }
+  m.nodes = topo_sort(std::move(nodes), producer, r);
+
+  // Graph outputs.
+  std::unordered_set<std::string> output_names;
+  for (const auto& vi : g.output()) {
+    ModelValueInfo info = convert_value_info(vi, "graph output", false, r);
+    if (!output_names.insert(info.name).second) {
+      r.fail(Code::kInvalidArgument, "graph output '" + info.name + "' is declared twice");
+    }
+    if (!producer.count(info.name) && !defined.count(info.name)) {
+      r.fail(Code::kInvalidArgument, "graph output '" + info.name +
+                                         "' is not produced by any node (nor is it a graph input or initializer)");
+    }
+    m.outputs.push_back(std::move(info));
+  }
+  for (const auto& vi : g.value_info()) {
+    if (vi.name().empty()) continue;
+    m.value_infos.push_back(convert_value_info(vi, "value_info", false, r));
+  }
+  return m;
+}
+
+Model load_model(const fs::path& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    if (ec && ec != std::errc::no_such_file_or_directory) {
+      throw Error(Code::kUnavailable, "cannot access model file " + path.string() + ": " + ec.message());
+    }
+    throw Error(Code::kNotFound, "model file not found: " + path.string());
+  }
+  if (fs::is_directory(status)) {
+    throw Error(Code::kInvalidArgument, path.string() + ": is a folder; pass the path of the .onnx file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(errno == EACCES ? Code::kPermissionDenied : Code::kUnavailable,
+                "cannot read model file " + path.string() + ": " + std::strerror(errno));
+  }
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) {
+    throw Error(Code::kUnavailable, "cannot read model file " + path.string() + ": " + ec.message());
+  }
+  std::vector<char> data(static_cast<size_t>(size));
+  if (size > 0 && !in.read(data.data(), static_cast<std::streamsize>(size))) {
+    throw Error(Code::kDataLoss, "error while reading model file " + path.string() + " (read " +
+                                     std::to_string(in.gcount()) + " of " + std::to_string(size) + " bytes)");
+  }
+  const fs::path abs = fs::absolute(path, ec);
+  const fs::path base = (ec ? path : abs).parent_path();
+  Model m = load_model_from_bytes(std::as_bytes(std::span<const char>(data)), base.empty() ? fs::path(".") : base,
+                                  path.string());
+  m.path = path;
+  return m;
+}
+
+}  // namespace ophost
