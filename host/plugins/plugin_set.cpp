@@ -1,0 +1,764 @@
+#include "plugins/plugin_set.hpp"
+
+#include <ophost/services.hpp>
+
+#include <boost/dll/shared_library_load_mode.hpp>
+#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
+
+#include <dlfcn.h>
+#include <fnmatch.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#ifndef OPHOST_VERSION
+#define OPHOST_VERSION "0.0.0"
+#endif
+
+namespace ophost {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<std::size_t> g_dlopen_count{0};
+
+constexpr size_t kPluginInfoV10 = offsetof(oph_plugin_info, release) + sizeof(((oph_plugin_info*)0)->release);
+
+std::string abi_string(uint32_t major, uint32_t minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+const char* kind_name(int32_t kind) {
+  switch (kind) {
+    case OPH_PLUGIN_KIND_OPERATOR_PACK: return "operator-pack";
+    case OPH_PLUGIN_KIND_DEVICE_BACKEND: return "device-backend";
+    default: return nullptr;
+  }
+}
+
+std::vector<std::string> split(std::string_view s, std::string_view seps) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (seps.find(c) != std::string_view::npos) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += sep;
+    out += v[i];
+  }
+  return out;
+}
+
+// The text dlerror() gave for a failed load: Boost.DLL appends "(dlerror system message: <text>)" to its
+// exception message; when it is not there, load once more with plain dlopen and the same flags to obtain it.
+std::string dlerror_text(const std::string& boost_message, const fs::path& library) {
+  const std::string marker = "(dlerror system message: ";
+  if (auto pos = boost_message.find(marker); pos != std::string::npos) {
+    std::string text = boost_message.substr(pos + marker.size());
+    if (!text.empty() && text.back() == ')') text.pop_back();
+    return text;
+  }
+  ++g_dlopen_count;
+  dlerror();
+  void* h = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h != nullptr) {
+    ::dlclose(h);
+    return boost_message;
+  }
+  const char* e = dlerror();
+  return e ? std::string(e) : boost_message;
+}
+
+std::string format_gib(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+// "cpu:0 Intel(R) Xeon ..., 2 cores, 23.4 GiB, avx2 avx512f" / "cuda: inactive (<reason>)".
+std::vector<std::string> describe_devices(const oph_device_backend_def& dev, const std::string& plugin) {
+  std::vector<std::string> out;
+  std::string type = dev.device_type;
+  int32_t count = 0;
+  const char* reason = nullptr;
+  oph_status* st = dev.enumerate(dev.backend, &count, &reason);
+  if (st != nullptr) {
+    std::string msg = consume_status(st);
+    out.push_back(type + ": inactive (enumerate failed: " + msg + ")");
+    return out;
+  }
+  if (count <= 0) {
+    out.push_back(type + ": inactive (" + (reason && *reason ? std::string(reason) : "no device found") + ")");
+    return out;
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    oph_device_properties props{};
+    props.struct_size = sizeof(props);
+    std::string d = type + ":" + std::to_string(i);
+    oph_status* ps = dev.get_properties(dev.backend, i, &props);
+    if (ps != nullptr) {
+      std::string msg = consume_status(ps);
+      spdlog::warn("plugin '{}': get_properties({}) failed: {}", plugin, d, msg);
+      out.push_back(d + " (properties unavailable: " + msg + ")");
+      continue;
+    }
+    std::vector<std::string> parts;
+    if (props.name && *props.name) parts.emplace_back(props.name);
+    if (props.compute_major > 0) {
+      parts.push_back("compute " + std::to_string(props.compute_major) + "." + std::to_string(props.compute_minor));
+    } else if (props.arch && *props.arch && dev.dl_device_type != OPH_DL_CPU) {
+      parts.emplace_back(props.arch);
+    }
+    if (props.multiprocessors > 0) {
+      std::string unit = dev.dl_device_type == OPH_DL_CPU ? " cores" : " multiprocessors";
+      std::string p = std::to_string(props.multiprocessors) + unit;
+      if (props.threads > 0 && props.threads != props.multiprocessors) p += " / " + std::to_string(props.threads) + " threads";
+      parts.push_back(p);
+    }
+    if (props.total_memory > 0) parts.push_back(format_gib(props.total_memory));
+    std::string line = d;
+    if (!parts.empty()) line += " " + join(parts, ", ");
+    if (props.features && *props.features) line += ", " + std::string(props.features);
+    out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::size_t dlopen_count() noexcept { return g_dlopen_count.load(); }
+
+// ------------------------------------------------------------------------------------------------------------
+// Machine facts
+// ------------------------------------------------------------------------------------------------------------
+
+std::string host_os() { return "linux"; }
+
+std::string host_arch() {
+  struct utsname u {};
+  if (uname(&u) == 0) return u.machine;
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "unknown";
+#endif
+}
+
+const std::vector<std::string>& host_cpu_features() {
+  static const std::vector<std::string> features = [] {
+    std::set<std::string> set;
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string key = line.substr(0, colon);
+      while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+      if (key != "flags" && key != "Features") continue;
+      for (auto& f : split(line.substr(colon + 1), " \t")) set.insert(f);
+      break;  // every core lists the same flags
+    }
+    return std::vector<std::string>(set.begin(), set.end());
+  }();
+  return features;
+}
+
+std::string sha256_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(Code::kNotFound, "cannot read " + path.string() + " to compute its sha256");
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    throw Error(Code::kInternal, "OpenSSL: cannot initialize SHA-256");
+  }
+  std::vector<char> buf(1 << 16);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    std::streamsize n = in.gcount();
+    if (n > 0 && EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n)) != 1) {
+      throw Error(Code::kInternal, "OpenSSL: SHA-256 update failed");
+    }
+  }
+  if (in.bad()) throw Error(Code::kDataLoss, "error while reading " + path.string());
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1) throw Error(Code::kInternal, "OpenSSL: SHA-256 final failed");
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// LoadedPlugin
+// ------------------------------------------------------------------------------------------------------------
+
+LoadedPlugin::~LoadedPlugin() {
+  release();
+  // library_'s destructor unloads the library after release has returned.
+}
+
+void LoadedPlugin::release() noexcept {
+  if (released_ || info_ == nullptr) return;
+  released_ = true;
+  if (OPH_HAS_FIELD(oph_plugin_info, info_, release) && info_->release != nullptr) {
+    info_->release(OPH_HAS_FIELD(oph_plugin_info, info_, plugin_state) ? info_->plugin_state : nullptr);
+  }
+}
+
+std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const fs::path& dir,
+                                                 const fs::path& manifest_path, const Manifest* manifest,
+                                                 const std::string& prefix) {
+  std::unique_ptr<LoadedPlugin> lp(new LoadedPlugin());
+  lp->dir_ = dir;
+  lp->manifest_path_ = manifest_path;
+  lp->library_path_ = library;
+  lp->dir_string_ = dir.string();
+  if (manifest) lp->manifest_ = *manifest;
+
+  auto fail = [&](Code code, const std::string& what) -> Error { return Error(code, prefix + what); };
+
+  // dlopen (RTLD_NOW: unresolved symbols fail here, not in the middle of a run; RTLD_LOCAL: packs never see
+  // each other's symbols).
+  ++g_dlopen_count;
+  try {
+    lp->library_.load(boost::dll::fs::path(library.string()),
+                      boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    throw fail(Code::kFailedPrecondition, "cannot load " + library.string() + ": " + dlerror_text(e.what(), library));
+  }
+
+  // Entry symbol.
+  if (!lp->library_.has(OPH_PLUGIN_ENTRY_SYMBOL)) {
+    throw fail(Code::kFailedPrecondition,
+               library.string() + " does not export the entry symbol '" OPH_PLUGIN_ENTRY_SYMBOL
+               "' (use OPH_DEFINE_PLUGIN_ENTRY in exactly one source file of the plugin, and build it with "
+               "ophost_add_plugin so the symbol is exported)");
+  }
+  auto& entry = lp->library_.get<std::remove_pointer_t<oph_plugin_entry_fn>>(OPH_PLUGIN_ENTRY_SYMBOL);
+
+  // Handshake.
+  lp->host_info_ = oph_host_info{sizeof(oph_host_info), OPH_ABI_MAJOR, OPH_ABI_MINOR, host_services(),
+                                 OPHOST_VERSION, lp->dir_string_.c_str()};
+  const oph_plugin_info* info = nullptr;
+  oph_status* st = nullptr;
+  try {
+    st = entry(&lp->host_info_, &info);
+  } catch (...) {
+    throw fail(Code::kInternal, "the plugin's entry function threw a C++ exception across the C ABI (catch it "
+                                "and return a status instead)");
+  }
+  if (st != nullptr) {
+    Code code = Code::kOk;
+    std::string msg = consume_status(st, &code);
+    throw fail(code == Code::kOk ? Code::kUnknown : code, "the plugin's entry function failed: " + msg);
+  }
+  if (info == nullptr) throw fail(Code::kInternal, "the plugin's entry function returned OK but no plugin info");
+  lp->info_ = info;  // from here on release() is called when lp goes away
+
+  // Plugin info.
+  if (!OPH_HAS_FIELD(oph_plugin_info, info, abi_major) || info->struct_size > (1u << 16)) {
+    throw fail(Code::kFailedPrecondition,
+               "oph_plugin_info.struct_size is " + std::to_string(info->struct_size) + ", which is not valid");
+  }
+  if (info->abi_major != OPH_ABI_MAJOR) {
+    throw fail(Code::kFailedPrecondition,
+               "the library reports ABI major " + std::to_string(info->abi_major) + " but this host provides ABI " +
+                   abi_string(OPH_ABI_MAJOR, OPH_ABI_MINOR) + "; rebuild the plugin against SDK " +
+                   abi_string(OPH_ABI_MAJOR, OPH_ABI_MINOR));
+  }
+  if (info->struct_size < kPluginInfoV10) {
+    throw fail(Code::kFailedPrecondition, "oph_plugin_info.struct_size is " + std::to_string(info->struct_size) +
+                                              "; ABI 1.0 needs at least " + std::to_string(kPluginInfoV10));
+  }
+  if (info->minor_required > OPH_ABI_MINOR) {
+    throw fail(Code::kFailedPrecondition,
+               "the library requires ABI " + abi_string(info->abi_major, info->minor_required) +
+                   " but this host provides ABI " + abi_string(OPH_ABI_MAJOR, OPH_ABI_MINOR) +
+                   "; upgrade ophost or rebuild the plugin against SDK " + abi_string(OPH_ABI_MAJOR, OPH_ABI_MINOR));
+  }
+  if (info->minor_required > info->minor_built) {
+    throw fail(Code::kFailedPrecondition, "the library says it requires ABI minor " +
+                                              std::to_string(info->minor_required) + " but was built with minor " +
+                                              std::to_string(info->minor_built));
+  }
+  if (info->name == nullptr || info->name[0] == '\0') throw fail(Code::kFailedPrecondition, "the library reports no name");
+  if (info->version == nullptr || info->version[0] == '\0') {
+    throw fail(Code::kFailedPrecondition, "the library reports no version");
+  }
+  const char* kind = kind_name(info->kind);
+  if (kind == nullptr) {
+    throw fail(Code::kFailedPrecondition, "the library reports kind " + std::to_string(info->kind) +
+                                              "; it must be OPH_PLUGIN_KIND_OPERATOR_PACK or _DEVICE_BACKEND");
+  }
+  if (manifest) {
+    const std::string regen = "; rebuild the plugin or regenerate the manifest with `ophost pack manifest`";
+    if (manifest->name != info->name) {
+      throw fail(Code::kFailedPrecondition, "the library is named '" + std::string(info->name) +
+                                                "' but the manifest says '" + manifest->name + "'" + regen);
+    }
+    if (manifest->version != info->version) {
+      throw fail(Code::kFailedPrecondition, "the library is version " + std::string(info->version) +
+                                                " but the manifest says " + manifest->version + regen);
+    }
+    if (manifest->kind != kind) {
+      throw fail(Code::kFailedPrecondition,
+                 "the library is a " + std::string(kind) + " but the manifest says " + manifest->kind + regen);
+    }
+    if (manifest->abi.major != info->abi_major || manifest->abi.minor_built != info->minor_built ||
+        manifest->abi.minor_required != info->minor_required) {
+      throw fail(Code::kFailedPrecondition,
+                 "the library reports ABI " + abi_string(info->abi_major, info->minor_built) + " (requires " +
+                     abi_string(info->abi_major, info->minor_required) + ") but the manifest says ABI " +
+                     abi_string(manifest->abi.major, manifest->abi.minor_built) + " (requires " +
+                     abi_string(manifest->abi.major, manifest->abi.minor_required) + ")" + regen);
+    }
+  } else {
+    lp->manifest_.name = info->name;
+    lp->manifest_.version = info->version;
+    lp->manifest_.kind = kind;
+  }
+
+  // Op table.
+  if (info->num_ops > 0 && info->ops == nullptr) {
+    throw fail(Code::kFailedPrecondition, "the op table is NULL but num_ops is " + std::to_string(info->num_ops));
+  }
+  for (size_t i = 0; i < info->num_ops; ++i) {
+    const oph_op_def* op = info->ops[i];
+    std::string problem = validate_op_def(op);
+    if (!problem.empty()) {
+      std::string which = "op table entry " + std::to_string(i);
+      if (op && op->struct_size >= offsetof(oph_op_def, device) + sizeof(op->device) && op->name) {
+        which += " (" + std::string(op->domain ? op->domain : "") + "::" + op->name + ")";
+      }
+      throw fail(Code::kFailedPrecondition, which + ": " + problem);
+    }
+    // No two entries for one (domain, name, device) with overlapping ranges inside one pack.
+    for (const oph_op_def* prev : lp->ops_) {
+      if (normalize_domain(prev->domain) == normalize_domain(op->domain) && std::string(prev->name) == op->name &&
+          std::string(prev->device) == op->device && prev->since_version <= op->end_version &&
+          op->since_version <= prev->end_version) {
+        throw fail(Code::kFailedPrecondition, "op table entry " + std::to_string(i) + " (" + describe_op(*op) +
+                                                  ") overlaps " + describe_op(*prev) + " of the same plugin");
+      }
+    }
+    lp->ops_.push_back(op);
+  }
+
+  // Device table.
+  if (info->num_devices > 0 && info->devices == nullptr) {
+    throw fail(Code::kFailedPrecondition,
+               "the device table is NULL but num_devices is " + std::to_string(info->num_devices));
+  }
+  std::set<std::string> device_types;
+  for (size_t i = 0; i < info->num_devices; ++i) {
+    const oph_device_backend_def* dev = info->devices[i];
+    std::string problem = validate_device_def(dev);
+    if (!problem.empty()) {
+      throw fail(Code::kFailedPrecondition, "device table entry " + std::to_string(i) + ": " + problem);
+    }
+    if (!device_types.insert(dev->device_type).second) {
+      throw fail(Code::kFailedPrecondition, "device table lists device type '" + std::string(dev->device_type) +
+                                                "' twice");
+    }
+    lp->devices_.push_back(dev);
+  }
+
+  // Tables equal to the manifest's `provides`.
+  if (manifest) {
+    std::multiset<std::string> want, have;
+    for (const auto& op : manifest->provides.ops) want.insert(describe_op(op));
+    for (const auto* op : lp->ops_) have.insert(describe_op(*op));
+    std::vector<std::string> missing, extra;
+    std::set_difference(want.begin(), want.end(), have.begin(), have.end(), std::back_inserter(missing));
+    std::set_difference(have.begin(), have.end(), want.begin(), want.end(), std::back_inserter(extra));
+    std::multiset<std::string> want_dev(manifest->provides.devices.begin(), manifest->provides.devices.end());
+    std::multiset<std::string> have_dev(device_types.begin(), device_types.end());
+    std::vector<std::string> missing_dev, extra_dev;
+    std::set_difference(want_dev.begin(), want_dev.end(), have_dev.begin(), have_dev.end(),
+                        std::back_inserter(missing_dev));
+    std::set_difference(have_dev.begin(), have_dev.end(), want_dev.begin(), want_dev.end(),
+                        std::back_inserter(extra_dev));
+    if (!missing.empty() || !extra.empty() || !missing_dev.empty() || !extra_dev.empty()) {
+      std::vector<std::string> parts;
+      if (!missing.empty()) parts.push_back("ops in the manifest but not in the library: " + join(missing, ", "));
+      if (!extra.empty()) parts.push_back("ops in the library but not in the manifest: " + join(extra, ", "));
+      if (!missing_dev.empty()) {
+        parts.push_back("devices in the manifest but not in the library: " + join(missing_dev, ", "));
+      }
+      if (!extra_dev.empty()) parts.push_back("devices in the library but not in the manifest: " + join(extra_dev, ", "));
+      throw fail(Code::kFailedPrecondition, "the library's tables differ from the manifest's 'provides' (" +
+                                                join(parts, "; ") +
+                                                "); regenerate the manifest with `ophost pack manifest`");
+    }
+  }
+  return lp;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Discovery
+// ------------------------------------------------------------------------------------------------------------
+
+fs::path default_plugin_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec || exe.empty()) return {};
+  return (exe.parent_path() / ".." / "lib" / "ophost" / "plugins").lexically_normal();
+}
+
+std::vector<fs::path> plugin_search_roots(const DiscoveryOptions& options) {
+  std::vector<fs::path> roots;
+  for (const auto& p : options.plugin_paths) {
+    if (!p.empty()) roots.push_back(fs::absolute(p).lexically_normal());
+  }
+  if (options.use_env_plugin_path) {
+    if (const char* env = std::getenv("OPHOST_PLUGIN_PATH")) {
+      // Empty entries would mean the current directory in PATH-style lists: they are skipped on purpose.
+      for (const auto& p : split(env, ":")) roots.push_back(fs::absolute(p).lexically_normal());
+    }
+  }
+  if (options.use_default_plugin_dir) {
+    fs::path d = options.default_plugin_dir.empty() ? default_plugin_dir() : options.default_plugin_dir;
+    if (!d.empty()) roots.push_back(fs::absolute(d).lexically_normal());
+  }
+  return roots;
+}
+
+PluginSet::~PluginSet() {
+  // Unload in reverse load order.
+  while (!loaded_.empty()) loaded_.pop_back();
+}
+
+PluginSet& PluginSet::operator=(PluginSet&& other) noexcept {
+  if (this != &other) {
+    while (!loaded_.empty()) loaded_.pop_back();
+    reports_ = std::move(other.reports_);
+    loaded_ = std::move(other.loaded_);
+    roots_ = std::move(other.roots_);
+  }
+  return *this;
+}
+
+const LoadedPlugin* PluginSet::find(std::string_view name) const noexcept {
+  for (const auto& p : loaded_) {
+    if (p->name() == name) return p.get();
+  }
+  return nullptr;
+}
+
+namespace {
+
+class Discoverer {
+ public:
+  explicit Discoverer(const DiscoveryOptions& o) : o_(o) {
+    if (const char* env = std::getenv("OPHOST_PLUGINS_DISABLE")) {
+      for (auto& p : split(env, ":,")) disable_.push_back({p, "OPHOST_PLUGINS_DISABLE"});
+    }
+    for (const auto& p : o.disabled_plugins) {
+      for (auto& q : split(p, ":,")) disable_.push_back({q, "disabled_plugins option"});
+    }
+  }
+
+  // Pattern (and its origin) disabling `name`, or nullptr.
+  const std::pair<std::string, std::string>* disabled(const std::string& name) const {
+    for (const auto& d : disable_) {
+      if (fnmatch(d.first.c_str(), name.c_str(), 0) == 0) return &d;
+    }
+    return nullptr;
+  }
+
+  bool required(const std::string& name) const {
+    return std::find(o_.required_plugins.begin(), o_.required_plugins.end(), name) != o_.required_plugins.end();
+  }
+
+  void reject(PluginReport& r, Code code, const std::string& message, bool keep_copy = true) {
+    r.loaded = false;
+    r.reason = message;
+    spdlog::warn("{} (plugin skipped)", message);
+    if (required(r.name)) {
+      if (keep_copy) reports_.push_back(r);
+      throw Error(code, message + " (the plugin is required, so this is an error)");
+    }
+  }
+
+  void examine(const fs::path& dir) {
+    PluginReport r;
+    std::string folder = dir.filename().string();
+    r.name = folder;
+    r.manifest = dir / kManifestFileName;
+
+    if (auto d = disabled(folder)) {
+      disable(r, *d);
+      return;
+    }
+    Manifest m;
+    try {
+      m = read_manifest(r.manifest);
+    } catch (const Error& e) {
+      reject(r, e.code(), e.what());
+      reports_.push_back(std::move(r));
+      return;
+    }
+    r.name = m.name;
+    r.kind = m.kind;
+    r.version = m.version;
+    const std::string prefix = plugin_message_prefix(m.name, r.manifest);
+    if (auto d = disabled(m.name)) {
+      disable(r, *d);
+      return;
+    }
+    if (auto it = claimed_.find(m.name); it != claimed_.end()) {
+      r.reason = prefix + "shadowed by " + it->second.string() + ", which was found first";
+      spdlog::info("{}", r.reason);
+      reports_.push_back(std::move(r));
+      return;
+    }
+    claimed_.emplace(m.name, r.manifest);
+
+    try {
+      check_before_dlopen(m, dir, r, prefix);
+      auto lp = LoadedPlugin::load(r.library, dir, r.manifest, &m, prefix);
+      for (const auto* op : lp->ops()) r.ops.push_back(describe_op(*op));
+      for (const auto* dev : lp->devices()) {
+        for (auto& line : describe_devices(*dev, m.name)) r.devices.push_back(std::move(line));
+      }
+      r.loaded = true;
+      spdlog::info("plugin '{}' {} ({}) loaded from {}: {} ops{}{}", m.name, m.version, m.kind, dir.string(),
+                   r.ops.size(), r.devices.empty() ? "" : "; devices: ", join(r.devices, "; "));
+      loaded_.push_back(std::move(lp));
+    } catch (const Error& e) {
+      reject(r, e.code(), e.what());
+    }
+    reports_.push_back(std::move(r));
+  }
+
+  void disable(PluginReport& r, const std::pair<std::string, std::string>& d) {
+    r.reason = plugin_message_prefix(r.name, r.manifest) + "disabled by pattern '" + d.first + "' (" + d.second + ")";
+    spdlog::info("{}", r.reason);
+    if (required(r.name)) {
+      reports_.push_back(r);
+      throw Error(Code::kFailedPrecondition, r.reason + ", but the plugin is required");
+    }
+    reports_.push_back(std::move(r));
+  }
+
+  void check_before_dlopen(const Manifest& m, const fs::path& dir, PluginReport& r, const std::string& prefix) {
+    const std::string host_abi = abi_string(OPH_ABI_MAJOR, OPH_ABI_MINOR);
+    if (m.abi.major != OPH_ABI_MAJOR) {
+      throw Error(Code::kFailedPrecondition,
+                  prefix + "built for ABI " + abi_string(m.abi.major, m.abi.minor_built) + " (major " +
+                      std::to_string(m.abi.major) + ") but this host provides ABI " + host_abi +
+                      "; majors must be equal: rebuild the plugin against SDK " + host_abi +
+                      " or use an ophost with ABI major " + std::to_string(m.abi.major));
+    }
+    if (m.abi.minor_required > OPH_ABI_MINOR) {
+      throw Error(Code::kFailedPrecondition,
+                  prefix + "requires ABI " + abi_string(m.abi.major, m.abi.minor_required) +
+                      " but this host provides ABI " + host_abi + "; upgrade ophost or rebuild the plugin against SDK " +
+                      host_abi);
+    }
+    if (m.platform.os != host_os() || m.platform.arch != host_arch()) {
+      throw Error(Code::kFailedPrecondition, prefix + "built for " + m.platform.os + "/" + m.platform.arch +
+                                                 " but this machine is " + host_os() + "/" + host_arch() +
+                                                 "; install the plugin built for this platform");
+    }
+    fs::path rel(m.library);
+    if (rel.is_absolute()) {
+      throw Error(Code::kInvalidArgument, prefix + "'library' is the absolute path " + m.library +
+                                              "; it must be relative to the plugin folder");
+    }
+    fs::path lib = (dir / rel).lexically_normal();
+    r.library = lib;
+    std::error_code ec;
+    if (!fs::exists(lib, ec)) {
+      throw Error(Code::kNotFound, prefix + "library " + lib.string() + " (manifest 'library': \"" + m.library +
+                                       "\") does not exist; reinstall the plugin");
+    }
+    fs::path canon_dir = fs::canonical(dir, ec);
+    fs::path canon_lib = fs::canonical(lib, ec);
+    fs::path inside = canon_lib.lexically_relative(canon_dir);
+    if (ec || inside.empty() || *inside.begin() == "..") {
+      throw Error(Code::kPermissionDenied, prefix + "library " + lib.string() + " resolves to " + canon_lib.string() +
+                                               ", outside the plugin folder " + canon_dir.string() +
+                                               "; a plugin's library must live in its own folder");
+    }
+    if (!fs::is_regular_file(canon_lib, ec)) {
+      throw Error(Code::kInvalidArgument, prefix + "library " + lib.string() + " is not a regular file");
+    }
+    std::string actual = sha256_file(canon_lib);
+    if (actual != m.sha256) {
+      throw Error(Code::kDataLoss, prefix + "sha256 of " + lib.string() + " does not match the manifest: expected " +
+                                       m.sha256 + ", actual " + actual +
+                                       "; rebuild or regenerate the manifest with `ophost pack manifest`");
+    }
+    std::vector<std::string> missing;
+    const auto& have = host_cpu_features();
+    for (const auto& f : m.requires_.cpu_features) {
+      if (!std::binary_search(have.begin(), have.end(), f)) missing.push_back(f);
+    }
+    if (!missing.empty()) {
+      throw Error(Code::kFailedPrecondition, prefix + "requires CPU features this CPU lacks: " + join(missing, " ") +
+                                                 "; use a build of the plugin without them");
+    }
+  }
+
+  // Packs whose required device types no loaded backend provides.
+  void check_required_devices() {
+    std::set<std::string> types;
+    for (const auto& p : loaded_) {
+      for (const auto* d : p->devices()) types.insert(d->device_type);
+    }
+    for (size_t i = 0; i < loaded_.size();) {
+      const LoadedPlugin& p = *loaded_[i];
+      std::vector<std::string> missing;
+      for (const auto& d : p.manifest().requires_.devices) {
+        if (!types.count(d)) missing.push_back(d);
+      }
+      if (missing.empty()) {
+        ++i;
+        continue;
+      }
+      auto rep = std::find_if(reports_.begin(), reports_.end(),
+                              [&](const PluginReport& r) { return r.loaded && r.manifest == p.manifest_path(); });
+      std::string msg = plugin_message_prefix(p.name(), p.manifest_path()) + "requires device " +
+                        join(missing, ", ") + " but no loaded device backend provides it (loaded: " +
+                        (types.empty() ? std::string("none") : join({types.begin(), types.end()}, ", ")) +
+                        "); install or enable the backend";
+      loaded_.erase(loaded_.begin() + static_cast<std::ptrdiff_t>(i));
+      if (rep != reports_.end()) {
+        rep->ops.clear();
+        reject(*rep, Code::kFailedPrecondition, msg, /*keep_copy=*/false);
+      }
+    }
+  }
+
+  void run(std::vector<fs::path>& roots_out) {
+    std::vector<fs::path> seen;
+    for (const auto& root : plugin_search_roots(o_)) {
+      std::error_code ec;
+      fs::path canon = fs::weakly_canonical(root, ec);
+      if (ec) canon = root;
+      if (std::find(seen.begin(), seen.end(), canon) != seen.end()) {
+        spdlog::debug("plugin root {} already searched", root.string());
+        continue;
+      }
+      seen.push_back(canon);
+      roots_out.push_back(root);
+      if (!fs::is_directory(root, ec)) {
+        spdlog::debug("plugin root {} does not exist or is not a folder; skipped", root.string());
+        continue;
+      }
+      std::vector<fs::path> dirs;
+      for (fs::directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
+           it.increment(ec)) {
+        std::error_code e2;
+        if (it->is_directory(e2) && fs::is_regular_file(it->path() / kManifestFileName, e2)) dirs.push_back(it->path());
+      }
+      if (ec) spdlog::warn("cannot list plugin root {}: {}", root.string(), ec.message());
+      std::sort(dirs.begin(), dirs.end(),
+                [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
+      spdlog::debug("plugin root {}: {} plugin folder(s)", root.string(), dirs.size());
+      for (const auto& d : dirs) examine(d);
+    }
+    check_required_devices();
+    for (const auto& name : o_.required_plugins) {
+      bool ok = std::any_of(loaded_.begin(), loaded_.end(), [&](const auto& p) { return p->name() == name; });
+      if (!ok) {
+        std::vector<std::string> rs;
+        for (const auto& r : roots_out) rs.push_back(r.string());
+        throw Error(Code::kNotFound, "plugin '" + name + "' is required but was not found in the plugin roots (" +
+                                         (rs.empty() ? std::string("none") : join(rs, ", ")) +
+                                         "); add its folder's parent with --plugin-path or OPHOST_PLUGIN_PATH");
+      }
+    }
+  }
+
+  std::vector<PluginReport> reports_;
+  std::vector<std::unique_ptr<LoadedPlugin>> loaded_;
+
+ private:
+  const DiscoveryOptions& o_;
+  std::vector<std::pair<std::string, std::string>> disable_;
+  std::map<std::string, fs::path> claimed_;
+};
+
+}  // namespace
+
+PluginSet PluginSet::discover(const DiscoveryOptions& options) {
+  PluginSet set;
+  Discoverer d(options);
+  d.run(set.roots_);
+  set.reports_ = std::move(d.reports_);
+  set.loaded_ = std::move(d.loaded_);
+  return set;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// ophost pack manifest
+// ------------------------------------------------------------------------------------------------------------
+
+Manifest manifest_from_library(const fs::path& library, std::string_view kind, const ManifestExtras& extras) {
+  fs::path lib = fs::absolute(library).lexically_normal();
+  const std::string prefix = "plugin library " + lib.string() + ": ";
+  std::error_code ec;
+  if (!fs::is_regular_file(lib, ec)) throw Error(Code::kNotFound, prefix + "no such file");
+  if (!kind.empty() && kind != "operator-pack" && kind != "device-backend") {
+    throw Error(Code::kInvalidArgument, prefix + "kind '" + std::string(kind) +
+                                            "' is not valid; use operator-pack or device-backend");
+  }
+  auto lp = LoadedPlugin::load(lib, lib.parent_path(), {}, nullptr, prefix);
+  const oph_plugin_info* info = lp->info();
+  Manifest m;
+  m.name = info->name;
+  m.version = info->version;
+  m.kind = kind_name(info->kind);
+  if (!kind.empty() && m.kind != kind) {
+    throw Error(Code::kInvalidArgument, prefix + "the library is a " + m.kind + " but --kind says " +
+                                            std::string(kind));
+  }
+  if (!is_semver(m.version)) {
+    throw Error(Code::kInvalidArgument,
+                prefix + "the library reports version '" + m.version + "', which is not a semantic version");
+  }
+  m.library = lib.filename().string();
+  m.sha256 = sha256_file(lib);
+  m.abi = {info->abi_major, info->minor_built, info->minor_required};
+  m.platform = {host_os(), host_arch()};
+  m.requires_.devices = extras.requires_devices;
+  m.requires_.cpu_features = extras.cpu_features;
+  for (const auto* op : lp->ops()) {
+    m.provides.ops.push_back(ManifestOp{normalize_domain(op->domain), op->name, op->since_version, op->end_version,
+                                        op->device});
+  }
+  for (const auto* dev : lp->devices()) m.provides.devices.emplace_back(dev->device_type);
+  m.description = extras.description;
+  m.license = extras.license;
+  return m;
+}
+
+}  // namespace ophost

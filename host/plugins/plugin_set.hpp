@@ -1,0 +1,154 @@
+// Plugin discovery and loading (DESIGN.md section 4).
+//
+//   DiscoveryOptions opt;  opt.plugin_paths = {"/opt/packs"};
+//   PluginSet set = PluginSet::discover(opt);   // never throws for a rejected plugin (unless required)
+//   for (const auto& p : set.loaded()) for (const oph_op_def* op : p->ops()) registry.add(*p, op);
+//   for (const PluginReport& r : set.reports()) ...   // every plugin looked at and what was decided
+//
+// Roots, in order: opt.plugin_paths, $OPHOST_PLUGIN_PATH (colon-separated), <exe>/../lib/ophost/plugins.
+// Never the current directory. Each root is searched one level deep (sub-folders holding ophost-plugin.json,
+// sorted by name). $OPHOST_PLUGINS_DISABLE and opt.disabled_plugins hold fnmatch globs of names not to load.
+#pragma once
+
+#include "plugins/manifest.hpp"
+
+#include <ophost/error.hpp>
+#include <ophost/ophost_plugin.h>
+#include <ophost/runtime.hpp>
+
+#include <boost/dll/shared_library.hpp>
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ophost {
+
+struct DiscoveryOptions {
+  std::vector<std::filesystem::path> plugin_paths;
+  bool use_env_plugin_path = true;
+  bool use_default_plugin_dir = true;
+  // The default root; empty = <dir of /proc/self/exe>/../lib/ophost/plugins (tests set it explicitly).
+  std::filesystem::path default_plugin_dir;
+  // fnmatch globs, added to $OPHOST_PLUGINS_DISABLE.
+  std::vector<std::string> disabled_plugins;
+  // Names that must load: a rejection (or absence) throws Error naming the reason.
+  std::vector<std::string> required_plugins;
+};
+
+// One loaded, validated plugin. Its destructor calls the plugin's release (exactly once) and unloads the
+// library.
+class LoadedPlugin {
+ public:
+  ~LoadedPlugin();
+  LoadedPlugin(const LoadedPlugin&) = delete;
+  LoadedPlugin& operator=(const LoadedPlugin&) = delete;
+
+  const std::string& name() const noexcept { return manifest_.name; }
+  const std::string& version() const noexcept { return manifest_.version; }
+  const std::string& kind() const noexcept { return manifest_.kind; }
+  const Manifest& manifest() const noexcept { return manifest_; }
+  const std::filesystem::path& dir() const noexcept { return dir_; }
+  const std::filesystem::path& manifest_path() const noexcept { return manifest_path_; }
+  const std::filesystem::path& library_path() const noexcept { return library_path_; }
+  const oph_plugin_info* info() const noexcept { return info_; }
+  // Op and device tables (validated; in table order).
+  const std::vector<const oph_op_def*>& ops() const noexcept { return ops_; }
+  const std::vector<const oph_device_backend_def*>& devices() const noexcept { return devices_; }
+
+  // Loads `library` (counted by dlopen_count()), runs the handshake and validates the plugin info and its
+  // tables. `manifest` may be null (ophost pack manifest): then nothing is compared against a manifest.
+  // Throws Error whose message starts with `prefix`.
+  static std::unique_ptr<LoadedPlugin> load(const std::filesystem::path& library, const std::filesystem::path& dir,
+                                            const std::filesystem::path& manifest_path, const Manifest* manifest,
+                                            const std::string& prefix);
+
+ private:
+  LoadedPlugin() = default;
+  void release() noexcept;
+
+  Manifest manifest_;
+  std::filesystem::path dir_;
+  std::filesystem::path manifest_path_;
+  std::filesystem::path library_path_;
+  std::string dir_string_;  // oph_host_info.plugin_dir; valid until release returns
+  oph_host_info host_info_{};
+  boost::dll::shared_library library_;
+  const oph_plugin_info* info_ = nullptr;
+  bool released_ = false;
+  std::vector<const oph_op_def*> ops_;
+  std::vector<const oph_device_backend_def*> devices_;
+};
+
+class PluginSet {
+ public:
+  PluginSet() = default;
+  ~PluginSet();
+  PluginSet(PluginSet&&) noexcept = default;
+  PluginSet& operator=(PluginSet&&) noexcept;
+  PluginSet(const PluginSet&) = delete;
+  PluginSet& operator=(const PluginSet&) = delete;
+
+  // Searches the roots, checks and loads every plugin found. A rejected plugin is reported (spdlog warn) and
+  // skipped; throws Error only when a required plugin is rejected or missing.
+  static PluginSet discover(const DiscoveryOptions& options);
+
+  // Every plugin looked at, in search order (including disabled and shadowed ones).
+  const std::vector<PluginReport>& reports() const noexcept { return reports_; }
+  // Loaded plugins, in search order.
+  const std::vector<std::unique_ptr<LoadedPlugin>>& loaded() const noexcept { return loaded_; }
+  const LoadedPlugin* find(std::string_view name) const noexcept;
+  // The roots searched, in order (after de-duplication).
+  const std::vector<std::filesystem::path>& roots() const noexcept { return roots_; }
+
+ private:
+  std::vector<PluginReport> reports_;
+  std::vector<std::unique_ptr<LoadedPlugin>> loaded_;
+  std::vector<std::filesystem::path> roots_;
+};
+
+// The search roots for `options`, in order (env and default dir included as enabled; not checked to exist).
+std::vector<std::filesystem::path> plugin_search_roots(const DiscoveryOptions& options);
+
+// <dir of the running executable>/../lib/ophost/plugins (from /proc/self/exe).
+std::filesystem::path default_plugin_dir();
+
+// Extra fields for manifest_from_library (the rest comes from the library itself).
+struct ManifestExtras {
+  std::string description;
+  std::string license;
+  std::vector<std::string> requires_devices;
+  std::vector<std::string> cpu_features;
+};
+
+// For `ophost pack manifest`: loads `library` without a manifest, runs the handshake, validates the tables and
+// returns a manifest describing it: name/version/abi from the plugin info, ops/devices from the tables, sha256
+// of the file, platform of this machine, `library` = the file name (the manifest goes next to the library).
+// `kind` must match the plugin's. Throws Error.
+Manifest manifest_from_library(const std::filesystem::path& library, std::string_view kind,
+                               const ManifestExtras& extras = {});
+
+// Lowercase hex SHA-256 of a file. Throws Error(kNotFound) when it cannot be read.
+std::string sha256_file(const std::filesystem::path& path);
+
+// This machine: "linux" and uname's machine ("x86_64", "aarch64", ...).
+std::string host_os();
+std::string host_arch();
+// CPU feature flags of this machine (from /proc/cpuinfo "flags" / "Features"), sorted.
+const std::vector<std::string>& host_cpu_features();
+
+// Number of dlopen calls made by the loader in this process (tests: "no dlopen for a rejected plugin").
+std::size_t dlopen_count() noexcept;
+
+// "domain::name [since-end] on device" ("ai.onnx" shown for the standard domain; end "max" when open).
+std::string describe_op(const oph_op_def& op);
+std::string describe_op(const ManifestOp& op);
+
+// Validates a plugin's op table entry / device table entry; returns "" when fine, else the problem.
+std::string validate_op_def(const oph_op_def* op);
+std::string validate_device_def(const oph_device_backend_def* dev);
+
+}  // namespace ophost

@@ -1,0 +1,228 @@
+/*
+ * One fake plugin source, compiled into several variants (see CMakeLists.txt) to exercise the loader.
+ * Uses only the C ABI header. Variant switches:
+ *   FAKE_NO_ENTRY            no oph_plugin_entry_v1 symbol
+ *   FAKE_ENTRY_ERROR         the entry returns an error status
+ *   FAKE_ABI_MAJOR=n         plugin_info.abi_major = n
+ *   FAKE_MINOR_REQUIRED_BUMP plugin_info.minor_required = OPH_ABI_MINOR + 1
+ *   FAKE_NULL_COMPUTE        the op's compute is NULL
+ *   FAKE_BAD_TYPE_VAR        an input names a type variable no constraint defines
+ *   FAKE_USE_HELPER          calls into libfake_helper.so (a dependency not on the loader's path)
+ *   FAKE_WIDE_STRUCTS        boundary structs larger than ABI 1.0 (as a newer minor would write them)
+ *   FAKE_DEVICE              a device backend ("fakedev") instead of an operator pack
+ *   FAKE_DEVICE_INACTIVE     with FAKE_DEVICE: enumerate reports no device
+ * Environment: FAKE_PLUGIN_RELEASE_LOG=<file> appends "release <name>\n" to <file> when release is called.
+ */
+#include <ophost/ophost_plugin.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef OPH_PLUGIN_NAME
+#define OPH_PLUGIN_NAME "fakegood"
+#endif
+#ifndef OPH_PLUGIN_VERSION
+#define OPH_PLUGIN_VERSION "1.0.0"
+#endif
+#ifndef FAKE_ABI_MAJOR
+#define FAKE_ABI_MAJOR OPH_ABI_MAJOR
+#endif
+
+#ifdef FAKE_USE_HELPER
+extern int fake_helper_value(void);
+#endif
+
+static const oph_host_services* g_services;
+
+static oph_status* echo_infer(const oph_infer_context* ctx) {
+  size_t i;
+  if (ctx->num_inputs < 1 || ctx->num_outputs < 1) {
+    return ctx->services->status_create(OPH_CODE_INVALID_ARGUMENT, "echo needs one input and one output");
+  }
+  ctx->outputs[0].dtype = ctx->inputs[0].dtype;
+  ctx->outputs[0].ndim = ctx->inputs[0].ndim;
+  for (i = 0; i < OPH_MAX_NDIM; ++i) ctx->outputs[0].shape[i] = ctx->inputs[0].shape[i];
+  return NULL;
+}
+
+static oph_status* echo_compute(void* state, const oph_compute_context* ctx) {
+  (void)state;
+  (void)ctx;
+#ifdef FAKE_USE_HELPER
+  if (fake_helper_value() != 42) return ctx->services->status_create(OPH_CODE_INTERNAL, "helper");
+#endif
+  return NULL;
+}
+
+static const oph_dtype k_float32 = {OPH_DTYPE_FLOAT, 32, 1};
+
+#ifdef FAKE_WIDE_STRUCTS
+/* A newer minor appends fields: the host must stride by struct_size, not by its own sizeof. */
+typedef struct { oph_io_def base; uint64_t appended[3]; } wide_io;
+typedef struct { oph_type_constraint base; uint64_t appended; } wide_tc;
+typedef struct { oph_op_def base; uint64_t appended[5]; } wide_op;
+static const wide_io k_inputs[2] = {
+    {{sizeof(wide_io), "x", "T", OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}, {7, 7, 7}},
+    {{sizeof(wide_io), "y", "T", OPH_ARITY_OPTIONAL, 0, OPH_MEMORY_DEVICE}, {7, 7, 7}}};
+static const wide_io k_outputs[1] = {{{sizeof(wide_io), "out", "T", OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}, {7, 7, 7}}};
+static const wide_tc k_constraints[1] = {{{sizeof(wide_tc), "T", &k_float32, 1}, 9}};
+#define IO_INPUTS (&k_inputs[0].base)
+#define IO_OUTPUTS (&k_outputs[0].base)
+#define IO_CONSTRAINTS (&k_constraints[0].base)
+#define NUM_INPUTS 2
+#else
+static const oph_io_def k_inputs[1] = {{sizeof(oph_io_def), "x",
+#ifdef FAKE_BAD_TYPE_VAR
+                                        "U",
+#else
+                                        "T",
+#endif
+                                        OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}};
+static const oph_io_def k_outputs[1] = {{sizeof(oph_io_def), "out", "T", OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}};
+static const oph_type_constraint k_constraints[1] = {{sizeof(oph_type_constraint), "T", &k_float32, 1}};
+#define IO_INPUTS k_inputs
+#define IO_OUTPUTS k_outputs
+#define IO_CONSTRAINTS k_constraints
+#define NUM_INPUTS 1
+#endif
+
+static const oph_attr_def k_attrs[2] = {
+    {sizeof(oph_attr_def), "scale", OPH_ATTR_INT, false,
+     {sizeof(oph_attr_value), OPH_ATTR_INT, 0.0f, 1, NULL, NULL, NULL, NULL, NULL, 0}},
+    {sizeof(oph_attr_def), "tag", OPH_ATTR_STRING, false,
+     {sizeof(oph_attr_value), OPH_ATTR_UNDEFINED, 0.0f, 0, NULL, NULL, NULL, NULL, NULL, 0}}};
+static const oph_alias_def k_aliases[1] = {{sizeof(oph_alias_def), 0, 0, OPH_ALIAS_MAY_INPLACE}};
+
+#define ECHO_DEF(since, end)                                                                              \
+  {sizeof(OP_STRUCT), "fake", "echo", (since), (end), "cpu", IO_INPUTS, NUM_INPUTS, IO_OUTPUTS, 1,        \
+   IO_CONSTRAINTS, 1, k_attrs, 2, k_aliases, 1, 0, NULL, echo_infer, NULL, NULL, COMPUTE_FN,              \
+   "copies its input"}
+
+#ifdef FAKE_NULL_COMPUTE
+#define COMPUTE_FN NULL
+#else
+#define COMPUTE_FN echo_compute
+#endif
+
+#ifdef FAKE_WIDE_STRUCTS
+#define OP_STRUCT wide_op
+static const wide_op k_echo_wide = {ECHO_DEF(1, OPH_OPSET_MAX), {1, 2, 3, 4, 5}};
+static const wide_op k_echo2_wide = {
+    {sizeof(wide_op), "", "Identity", 1, 13, "cpu", IO_INPUTS, 1, IO_OUTPUTS, 1, IO_CONSTRAINTS, 1, NULL, 0, NULL,
+     0, 0, NULL, echo_infer, NULL, NULL, echo_compute, NULL},
+    {1, 2, 3, 4, 5}};
+static const oph_op_def* const k_ops[2] = {&k_echo_wide.base, &k_echo2_wide.base};
+#define NUM_OPS 2
+#else
+#define OP_STRUCT oph_op_def
+static const oph_op_def k_echo = ECHO_DEF(1, OPH_OPSET_MAX);
+static const oph_op_def* const k_ops[1] = {&k_echo};
+#define NUM_OPS 1
+#endif
+
+/* ---- device backend variant ---- */
+#ifdef FAKE_DEVICE
+static oph_status* dev_enumerate(void* backend, int32_t* out_count, const char** out_reason) {
+  (void)backend;
+#ifdef FAKE_DEVICE_INACTIVE
+  *out_count = 0;
+  *out_reason = "no fake accelerator: fakeGetDeviceCount returned 100";
+#else
+  *out_count = 1;
+  *out_reason = NULL;
+#endif
+  return NULL;
+}
+static oph_status* dev_props(void* backend, int32_t id, oph_device_properties* p) {
+  (void)backend;
+  if (id != 0) return g_services->status_create(OPH_CODE_OUT_OF_RANGE, "no such device");
+  p->name = "Fake Accelerator 9000";
+  p->vendor = "ophost tests";
+  p->arch = "fk1";
+  p->features = "fp16 bf16";
+  p->total_memory = (uint64_t)3 << 30;
+  p->free_memory = (uint64_t)2 << 30;
+  p->multiprocessors = 4;
+  p->fp16 = true;
+  p->alignment = 256;
+  return NULL;
+}
+static oph_status* dev_alloc(void* b, int32_t id, size_t bytes, size_t alignment, void** out) {
+  (void)b; (void)id; (void)alignment;
+  *out = malloc(bytes ? bytes : 1);
+  return NULL;
+}
+static void dev_free(void* b, int32_t id, void* p) { (void)b; (void)id; free(p); }
+static oph_status* dev_copy(void* b, int32_t id, int32_t kind, void* dst, const void* src, size_t n, void* s) {
+  (void)b; (void)id; (void)kind; (void)s;
+  memcpy(dst, src, n);
+  return NULL;
+}
+static const oph_device_backend_def k_device = {
+    sizeof(oph_device_backend_def), "fakedev", OPH_DL_EXT_DEV, NULL, dev_enumerate, dev_props, dev_alloc, dev_free,
+    dev_copy, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const oph_device_backend_def* const k_devices[1] = {&k_device};
+#endif
+
+static void plugin_release(void* state) {
+  const char* path = getenv("FAKE_PLUGIN_RELEASE_LOG");
+  (void)state;
+  if (path && *path) {
+    FILE* f = fopen(path, "a");
+    if (f) {
+      fprintf(f, "release %s\n", OPH_PLUGIN_NAME);
+      fclose(f);
+    }
+  }
+}
+
+static oph_plugin_info k_info;
+
+static oph_status* fake_entry(const oph_host_info* host, const oph_plugin_info** out_info) {
+  g_services = host->services;
+#ifdef FAKE_ENTRY_ERROR
+  return host->services->status_create(OPH_CODE_FAILED_PRECONDITION,
+                                       "fake: license file /nonexistent/fake.lic not found");
+#else
+  if (host->abi_major != OPH_ABI_MAJOR) {
+    return host->services->status_create(OPH_CODE_FAILED_PRECONDITION, "unsupported host ABI");
+  }
+  memset(&k_info, 0, sizeof k_info);
+  k_info.struct_size = sizeof k_info;
+  k_info.abi_major = FAKE_ABI_MAJOR;
+  k_info.minor_built = OPH_ABI_MINOR;
+#ifdef FAKE_MINOR_REQUIRED_BUMP
+  k_info.minor_built = OPH_ABI_MINOR + 1;
+  k_info.minor_required = OPH_ABI_MINOR + 1;
+#else
+  k_info.minor_required = 0;
+#endif
+  k_info.name = OPH_PLUGIN_NAME;
+  k_info.version = OPH_PLUGIN_VERSION;
+#ifdef FAKE_DEVICE
+  k_info.kind = OPH_PLUGIN_KIND_DEVICE_BACKEND;
+  k_info.devices = k_devices;
+  k_info.num_devices = 1;
+  (void)k_ops;
+#else
+  k_info.kind = OPH_PLUGIN_KIND_OPERATOR_PACK;
+  k_info.ops = k_ops;
+  k_info.num_ops = NUM_OPS;
+#endif
+  k_info.plugin_state = NULL;
+  k_info.release = plugin_release;
+  if (host->services->log) host->services->log(host->services->host, OPH_LOG_DEBUG, OPH_PLUGIN_NAME, "entry called");
+  *out_info = &k_info;
+  return NULL;
+#endif
+}
+
+#ifdef FAKE_NO_ENTRY
+/* Exports something, but not the entry symbol. */
+OPH_EXPORT oph_status* oph_plugin_entry_v0(const oph_host_info* host, const oph_plugin_info** out_info) {
+  return fake_entry(host, out_info);
+}
+#else
+OPH_DEFINE_PLUGIN_ENTRY(fake_entry)
+#endif
