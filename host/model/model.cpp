@@ -202,6 +202,8 @@ std::vector<Node> topo_sort(std::vector<Node> nodes, const std::unordered_map<st
     // path[pos[cur]..] is the cycle, in consumer -> producer order; print it producer -> consumer.
     std::vector<size_t> cycle(path.begin() + static_cast<std::ptrdiff_t>(pos[cur]), path.end());
     std::reverse(cycle.begin(), cycle.end());
+    // Start at the node earliest in the file, so the message is stable.
+    std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
     std::string text;
     for (size_t k : cycle) text += describe_node(nodes[k]) + " -> ";
     text += describe_node(nodes[cycle.front()]);
