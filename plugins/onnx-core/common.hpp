@@ -1,0 +1,275 @@
+// onnx-core: helpers shared by the op families (dtype dispatch, shape utilities, broadcasting loops).
+// Internal to the pack; built only against the public SDK.
+#pragma once
+
+#include <ophost/ophost_plugin.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace onnx_core {
+
+namespace oph = ophost::sdk;
+using oph::dtypes::bf16;
+using oph::dtypes::boolean;
+using oph::dtypes::f16;
+using oph::dtypes::f32;
+using oph::dtypes::f64;
+using oph::dtypes::i16;
+using oph::dtypes::i32;
+using oph::dtypes::i64;
+using oph::dtypes::i8;
+using oph::dtypes::u16;
+using oph::dtypes::u32;
+using oph::dtypes::u64;
+using oph::dtypes::u8;
+
+// Elements per parallel chunk for elementwise loops.
+constexpr size_t kGrain = 16384;
+
+// The standard ONNX domain.
+inline constexpr const char* kDomain = "";
+
+// Type sets.
+inline const std::vector<oph_dtype> kFloat = {f32, f64};
+inline const std::vector<oph_dtype> kNumeric = {f32, f64, i32, i64};
+// Every fixed-size dtype: data-movement ops (Identity, Reshape, Transpose, ...) are byte copies.
+inline const std::vector<oph_dtype> kAll = {f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, boolean};
+
+inline void add_types(oph::OpBuilder& b, const char* type_var, const std::vector<oph_dtype>& ds) {
+  for (oph_dtype d : ds) b.types(type_var, {d});
+}
+
+[[noreturn]] inline void fail(const std::string& msg, int32_t code = OPH_CODE_INVALID_ARGUMENT) {
+  throw oph::Error(code, msg);
+}
+
+inline std::string shape_str(std::span<const int64_t> s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    r += (i ? "," : "");
+    r += s[i] < 0 ? std::string("?") : std::to_string(s[i]);
+  }
+  return r + "]";
+}
+
+inline bool all_known(std::span<const int64_t> s) {
+  for (int64_t d : s)
+    if (d < 0) return false;
+  return true;
+}
+
+// Product of dims; OPH_DIM_UNKNOWN when any is unknown.
+inline int64_t product_or_unknown(std::span<const int64_t> s) {
+  int64_t p = 1;
+  for (int64_t d : s) {
+    if (d < 0) return OPH_DIM_UNKNOWN;
+    p *= d;
+  }
+  return p;
+}
+
+inline int64_t product(std::span<const int64_t> s) {
+  int64_t p = 1;
+  for (int64_t d : s) p *= d;
+  return p;
+}
+
+// Normalises an axis in [-rank, rank) (or [0, rank) when negatives are not allowed by the opset).
+inline int64_t normalize_axis(int64_t axis, int64_t rank, bool allow_negative, const std::string& op,
+                              const char* what = "axis") {
+  if (axis < 0 && !allow_negative)
+    fail(op + ": negative " + what + " " + std::to_string(axis) + " is not allowed in this opset");
+  if (axis < -rank || axis >= rank)
+    fail(op + ": " + what + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+inline size_t elem_size(oph_dtype d) { return (static_cast<size_t>(d.bits) * d.lanes + 7) / 8; }
+
+// Typed dispatch: calls f(std::type_identity<T>{}) for the dtype's C++ type.
+template <class F>
+void dispatch_numeric(oph_dtype d, const std::string& op, F&& f) {
+  if (d == f32) f(std::type_identity<float>{});
+  else if (d == f64) f(std::type_identity<double>{});
+  else if (d == i32) f(std::type_identity<int32_t>{});
+  else if (d == i64) f(std::type_identity<int64_t>{});
+  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
+}
+template <class F>
+void dispatch_float(oph_dtype d, const std::string& op, F&& f) {
+  if (d == f32) f(std::type_identity<float>{});
+  else if (d == f64) f(std::type_identity<double>{});
+  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
+}
+
+// Inputs must be compact row-major (strides NULL or equal to the compact strides).
+inline void check_compact(const oph::TensorRef& t, const std::string& op) {
+  const oph_tensor* r = t.raw();
+  if (!r || !r->strides) return;
+  int64_t expect = 1;
+  for (int32_t k = r->ndim - 1; k >= 0; --k) {
+    if (r->shape[k] != 1 && r->strides[k] != expect) fail(op + ": strided tensors are not supported", OPH_CODE_UNIMPLEMENTED);
+    expect *= r->shape[k];
+  }
+}
+
+inline oph::TensorRef input(const oph::KernelContext& ctx, size_t i, const std::string& op) {
+  oph::TensorRef r = ctx.input(i);
+  if (!r.present()) fail(op + ": input " + std::to_string(i) + " is missing");
+  check_compact(r, op);
+  return r;
+}
+
+// Output i with the shape computed from the actual inputs: allocated through the host when the plan left it
+// without memory (shape unknown at plan time), else checked against the planned shape. Absent (output not
+// requested) when !present().
+inline oph::TensorRef ensure_output(const oph::KernelContext& ctx, size_t i, std::span<const int64_t> shape,
+                                    const std::string& op) {
+  oph::TensorRef r = ctx.output(i);
+  if (!r.present()) return r;
+  if (r.raw()->data == nullptr) {
+    if (shape.size() > OPH_MAX_NDIM) fail(op + ": output rank above OPH_MAX_NDIM", OPH_CODE_OUT_OF_RANGE);
+    return ctx.allocate_output(i, shape);
+  }
+  auto planned = r.shape();
+  if (planned.size() != shape.size() || !std::equal(planned.begin(), planned.end(), shape.begin()))
+    fail(op + ": output " + std::to_string(i) + " was planned as " + shape_str(planned) + " but the inputs give " +
+             shape_str(shape),
+         OPH_CODE_INTERNAL);
+  return r;
+}
+
+// Integer values of a host-memory int64 (or int32) tensor: shapes, axes.
+inline std::vector<int64_t> read_ints(const oph_tensor* t, const std::string& op, const char* what) {
+  if (!t) fail(op + ": " + std::string(what) + " is missing");
+  size_t n = oph::numel({t->shape, static_cast<size_t>(t->ndim)});
+  const char* base = static_cast<const char*>(t->data) + t->byte_offset;
+  std::vector<int64_t> v(n);
+  if (t->dtype == i64) std::memcpy(v.data(), base, n * sizeof(int64_t));
+  else if (t->dtype == i32)
+    for (size_t k = 0; k < n; ++k) v[k] = reinterpret_cast<const int32_t*>(base)[k];
+  else
+    fail(op + ": " + std::string(what) + " must be int64, got " + oph::dtype_name(t->dtype));
+  return v;
+}
+
+// Copies src to dst unless they are the same buffer (ops that may run in place).
+inline void copy_bytes(const oph::KernelContext& ctx, void* dst, const void* src, size_t bytes) {
+  if (dst == src || bytes == 0) return;
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  constexpr size_t kChunk = 1 << 20;
+  ctx.parallel_for((bytes + kChunk - 1) / kChunk, 1, [=](size_t b, size_t e) {
+    size_t lo = b * kChunk, hi = std::min(bytes, e * kChunk);
+    std::memcpy(d + lo, s + lo, hi - lo);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Elementwise loops
+// ---------------------------------------------------------------------------------------------------------
+
+template <class TI, class TO, class Op>
+void unary_apply(const oph::KernelContext& ctx, const TI* x, TO* y, size_t n, Op op) {
+  ctx.parallel_for(n, kGrain, [=](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) y[i] = op(x[i]);
+  });
+}
+
+// out = op(a, b) with ONNX multidirectional broadcasting; `oshape` is broadcast_shapes(ashape, bshape).
+template <class TA, class TB, class TO, class Op>
+void binary_apply(const oph::KernelContext& ctx, const TA* a, std::span<const int64_t> ashape, const TB* b,
+                  std::span<const int64_t> bshape, TO* out, std::span<const int64_t> oshape, Op op) {
+  const size_t n = oph::numel(oshape);
+  if (n == 0) return;
+  const size_t na = oph::numel(ashape), nb = oph::numel(bshape);
+  // Fast path 1: same number of elements with the same shape (after dropping leading 1s: equal numel and
+  // both equal to the output numel means no dimension is broadcast).
+  if (na == n && nb == n) {
+    ctx.parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) out[i] = op(a[i], b[i]);
+    });
+    return;
+  }
+  // Fast path 2: one side is a scalar.
+  if (nb == 1 && na == n) {
+    const TB bv = b[0];
+    ctx.parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) out[i] = op(a[i], bv);
+    });
+    return;
+  }
+  if (na == 1 && nb == n) {
+    const TA av = a[0];
+    ctx.parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) out[i] = op(av, b[i]);
+    });
+    return;
+  }
+  // General path: coalesce dims by (a broadcast?, b broadcast?) pattern, then loop over rows of the
+  // innermost coalesced dim with strides 0 or 1.
+  const size_t r = oshape.size();
+  struct Dim {
+    int64_t size;
+    bool fa, fb;     // true: the input walks this dim; false: broadcast (stride 0)
+    int64_t sa, sb;  // strides in elements
+  };
+  std::vector<Dim> dims;
+  for (size_t k = 0; k < r; ++k) {
+    if (oshape[k] == 1) continue;
+    int64_t da = k + ashape.size() >= r ? ashape[k + ashape.size() - r] : 1;
+    int64_t db = k + bshape.size() >= r ? bshape[k + bshape.size() - r] : 1;
+    bool fa = da != 1, fb = db != 1;
+    if (!dims.empty() && dims.back().fa == fa && dims.back().fb == fb) dims.back().size *= oshape[k];
+    else dims.push_back({oshape[k], fa, fb, 0, 0});
+  }
+  int64_t acc_a = 1, acc_b = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    dims[k].sa = dims[k].fa ? acc_a : 0;
+    dims[k].sb = dims[k].fb ? acc_b : 0;
+    if (dims[k].fa) acc_a *= dims[k].size;
+    if (dims[k].fb) acc_b *= dims[k].size;
+  }
+  const Dim inner = dims.back();
+  const size_t inner_n = static_cast<size_t>(inner.size);
+  const size_t rows = n / inner_n;
+  const size_t nd = dims.size() - 1;  // outer dims
+  const Dim* dp = dims.data();
+  ctx.parallel_for(rows, std::max<size_t>(1, kGrain / inner_n), [=](size_t lo, size_t hi) {
+    for (size_t row = lo; row < hi; ++row) {
+      int64_t oa = 0, ob = 0;
+      size_t rem = row;
+      for (size_t k = nd; k-- > 0;) {
+        size_t idx = rem % static_cast<size_t>(dp[k].size);
+        rem /= static_cast<size_t>(dp[k].size);
+        oa += static_cast<int64_t>(idx) * dp[k].sa;
+        ob += static_cast<int64_t>(idx) * dp[k].sb;
+      }
+      const TA* pa = a + oa;
+      const TB* pb = b + ob;
+      TO* po = out + row * inner_n;
+      if (inner.fa && inner.fb) {
+        for (size_t i = 0; i < inner_n; ++i) po[i] = op(pa[i], pb[i]);
+      } else if (inner.fa) {
+        const TB bv = pb[0];
+        for (size_t i = 0; i < inner_n; ++i) po[i] = op(pa[i], bv);
+      } else {
+        const TA av = pa[0];
+        for (size_t i = 0; i < inner_n; ++i) po[i] = op(av, pb[i]);
+      }
+    }
+  });
+}
+
+// Registration functions, one per source file.
+void register_elementwise(oph::Pack& pack);
+void register_unary(oph::Pack& pack);
+void register_linalg(oph::Pack& pack);
+void register_shape(oph::Pack& pack);
+
+}  // namespace onnx_core
