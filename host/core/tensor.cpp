@@ -130,8 +130,8 @@ int64_t shape_numel(std::span<const int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) {
-      throw Error(Code::kOutOfRange,
-                  "shape " + shape_to_string(shape) + " has a negative or unknown dimension; a concrete shape is required");
+      throw Error(Code::kOutOfRange, "shape " + shape_to_string(shape) +
+                                         " has a negative or unknown dimension; a concrete shape is required");
     }
     int64_t r = 0;
     if (__builtin_mul_overflow(n, d, &r)) {

@@ -92,7 +92,9 @@ TEST(Npy, RoundTripEveryDType) {
   for (DType d : types) {
     Tensor t(d, {2, 3, 5});
     auto* bytes = static_cast<unsigned char*>(t.data());
-    for (size_t i = 0; i < t.nbytes(); ++i) bytes[i] = d == DType::kBool ? (i % 3 == 0) : static_cast<unsigned char>(i * 13 + 5);
+    for (size_t i = 0; i < t.nbytes(); ++i) {
+      bytes[i] = d == DType::kBool ? (i % 3 == 0) : static_cast<unsigned char>(i * 13 + 5);
+    }
     const fs::path file = dir.path / (std::string(ophost::dtype_name(d)) + ".npy");
     ophost::write_npy(file, t);
     const Tensor r = ophost::read_npy(file);
