@@ -102,6 +102,7 @@ void reshape_compute(const oph::KernelContext& ctx, bool has_allowzero) {
 
 void register_reshape(oph::Pack& pack, int32_t since, int32_t until) {
   oph::OpBuilder& b = pack.op(kDomain, "Reshape").versions(since, until).doc("reshape to the shape input (0 copies, -1 infers)");
+  add_types(b, "T", kAll);
   const bool has_allowzero = since >= 14;
   if (has_allowzero) b.attr("allowzero", int64_t{0});
   b.input("data", "T")
@@ -110,7 +111,6 @@ void register_reshape(oph::Pack& pack, int32_t since, int32_t until) {
       .infer([has_allowzero](oph::InferContext& c) { reshape_infer(c, has_allowzero); })
       .compute([has_allowzero](oph::KernelContext& ctx) { reshape_compute(ctx, has_allowzero); })
       .may_inplace(0, 0);
-  add_types(b, "T", kAll);
   b.types("tensor(int64)", {i64});
 }
 
@@ -397,6 +397,7 @@ std::optional<std::vector<int64_t>> squeeze_shape(std::span<const int64_t> in, c
 
 void register_unsqueeze(oph::Pack& pack, int32_t since, int32_t until, AxesFrom from, bool allow_negative) {
   oph::OpBuilder& b = pack.op(kDomain, "Unsqueeze").versions(since, until).doc("insert size-1 dims at axes");
+  add_types(b, "T", kAll);
   b.input("data", "T");
   if (from == AxesFrom::kAttr) b.required_attr("axes", OPH_ATTR_INTS);
   else b.input("axes", "tensor(int64)", OPH_ARITY_SINGLE, OPH_MEMORY_HOST).types("tensor(int64)", {i64});
@@ -427,11 +428,11 @@ void register_unsqueeze(oph::Pack& pack, int32_t since, int32_t until, AxesFrom 
         copy_bytes(ctx, y.data(), x.data(), x.size() * elem_size(x.dtype()));
       })
       .may_inplace(0, 0);
-  add_types(b, "T", kAll);
 }
 
 void register_squeeze(oph::Pack& pack, int32_t since, int32_t until, AxesFrom from, bool allow_negative) {
   oph::OpBuilder& b = pack.op(kDomain, "Squeeze").versions(since, until).doc("remove size-1 dims (all, or those in axes)");
+  add_types(b, "T", kAll);
   b.input("data", "T");
   if (from == AxesFrom::kAttr) b.optional_attr("axes", OPH_ATTR_INTS);
   else b.optional_input("axes", "tensor(int64)", OPH_MEMORY_HOST).types("tensor(int64)", {i64});
@@ -475,7 +476,6 @@ void register_squeeze(oph::Pack& pack, int32_t since, int32_t until, AxesFrom fr
         copy_bytes(ctx, y.data(), x.data(), x.size() * elem_size(x.dtype()));
       })
       .may_inplace(0, 0);
-  add_types(b, "T", kAll);
 }
 
 }  // namespace
