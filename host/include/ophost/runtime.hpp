@@ -24,6 +24,11 @@ struct RuntimeOptions {
   bool use_default_plugin_dir = true;
   // Glob patterns of plugin names not to load (added to $OPHOST_PLUGINS_DISABLE).
   std::vector<std::string> disabled_plugins;
+  // Plugin names that must load: a rejected one makes the constructor throw with the reason.
+  std::vector<std::string> required_plugins;
+  // Two packs serving the same (domain, op, device) over overlapping opsets is an error (load() throws and
+  // names both); with this set the later pack wins and a warning is logged.
+  bool allow_op_override = false;
 };
 
 // One plugin the discovery looked at, and what was decided about it.
@@ -63,6 +68,9 @@ class Runtime {
 
   // Everything discovery looked at, in search order.
   const std::vector<PluginReport>& plugins() const noexcept;
+
+  // Conflicts between packs found while registering ops (empty when none). While any exists, load() throws.
+  const std::vector<std::string>& conflicts() const noexcept;
 
   // Loads and prepares a model. Throws Error with a message naming file, node, op and fix.
   std::unique_ptr<Session> load(const std::filesystem::path& model, const SessionOptions& options = {});

@@ -1,0 +1,457 @@
+// Session construction: resolve -> validate (arity, attributes, types) -> infer -> create kernels.
+#include "exec/session_impl.hpp"
+#include "registry/registry.hpp"
+
+#include <ophost/services.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+namespace ophost {
+
+bool ValueMeta::fully_known() const noexcept {
+  if (!rank_known || dtype == DType::kUndefined) return false;
+  return std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d >= 0; });
+}
+
+namespace {
+
+std::string op_id(const Node& n) { return (n.domain.empty() ? std::string() : n.domain + "::") + n.op_type; }
+
+const oph_io_def* io_at(const oph_io_def* base, size_t i) {
+  return OPH_ARRAY_AT(oph_io_def, base, base[0].struct_size, i);
+}
+const oph_attr_def* attr_at(const oph_op_def* op, size_t i) {
+  return OPH_ARRAY_AT(oph_attr_def, op->attributes, op->attributes[0].struct_size, i);
+}
+
+const char* attr_type_name(int32_t t) {
+  switch (t) {
+    case OPH_ATTR_FLOAT: return "float";
+    case OPH_ATTR_INT: return "int";
+    case OPH_ATTR_STRING: return "string";
+    case OPH_ATTR_TENSOR: return "tensor";
+    case OPH_ATTR_FLOATS: return "floats";
+    case OPH_ATTR_INTS: return "ints";
+    case OPH_ATTR_STRINGS: return "strings";
+    default: return "undefined";
+  }
+}
+
+std::string describe_attr_default(const oph_attr_def* d) {
+  const oph_attr_value& v = d->default_value;
+  if (d->required) return "required";
+  switch (v.type) {
+    case OPH_ATTR_FLOAT: {
+      std::ostringstream s;
+      s << "default " << v.f;
+      return s.str();
+    }
+    case OPH_ATTR_INT: return "default " + std::to_string(v.i);
+    case OPH_ATTR_STRING: return "default '" + std::string(v.s ? v.s : "", v.count) + "'";
+    case OPH_ATTR_UNDEFINED: return "optional";
+    default: return "has default";
+  }
+}
+
+std::string schema_attrs(const oph_op_def* op) {
+  if (op->num_attributes == 0) return "none";
+  std::string out;
+  for (size_t i = 0; i < op->num_attributes; ++i) {
+    const oph_attr_def* d = attr_at(op, i);
+    out += (i ? ", " : "") + std::string(d->name) + " (" + attr_type_name(d->type) + ", " +
+           describe_attr_default(d) + ")";
+  }
+  return out;
+}
+
+// Maps the node's actual inputs onto the op's formal inputs; checks arity.
+void check_arity(const PreparedNode& pn, bool outputs) {
+  const oph_op_def* op = pn.op;
+  const oph_io_def* formals = outputs ? op->outputs : op->inputs;
+  size_t nformal = outputs ? op->num_outputs : op->num_inputs;
+  const std::vector<std::string>& actual = outputs ? pn.node->outputs : pn.node->inputs;
+  const char* what = outputs ? "output" : "input";
+  size_t max_actual = nformal;
+  bool variadic = nformal > 0 && io_at(formals, nformal - 1)->arity == OPH_ARITY_VARIADIC;
+  if (variadic) max_actual = SIZE_MAX;
+  if (actual.size() > max_actual) {
+    throw Error(Code::kInvalidArgument,
+                pn.label + ": has " + std::to_string(actual.size()) + " " + what + "s but the op takes at most " +
+                    std::to_string(nformal) + "; remove the extra " + what + "s or check the op's version");
+  }
+  for (size_t f = 0; f < nformal; ++f) {
+    const oph_io_def* d = io_at(formals, f);
+    if (d->arity == OPH_ARITY_OPTIONAL) continue;
+    if (d->arity == OPH_ARITY_VARIADIC) {
+      size_t have = 0;
+      for (size_t k = f; k < actual.size(); ++k) have += actual[k].empty() ? 0 : 1;
+      if (have < static_cast<size_t>(std::max(1, d->min_arity))) {
+        throw Error(Code::kInvalidArgument, pn.label + ": variadic " + what + " '" + d->name + "' needs at least " +
+                                                std::to_string(std::max(1, d->min_arity)) + " values, got " +
+                                                std::to_string(have));
+      }
+      continue;
+    }
+    if (outputs) continue;  // a model may leave a required output unnamed only if nobody reads it
+    if (f >= actual.size() || actual[f].empty()) {
+      throw Error(Code::kInvalidArgument, pn.label + ": required input " + std::to_string(f) + " '" + d->name +
+                                              "' is missing; the model must provide it");
+    }
+  }
+}
+
+void resolve_attrs(PreparedNode& pn) {
+  const oph_op_def* op = pn.op;
+  const Node& n = *pn.node;
+  ResolvedAttrs& ra = pn.attrs;
+  ra.values.resize(op->num_attributes);
+  ra.string_lists.resize(op->num_attributes);
+  ra.tensors.resize(op->num_attributes);
+  std::vector<bool> seen(op->num_attributes, false);
+  for (const Attribute& a : n.attributes) {
+    size_t idx = op->num_attributes;
+    for (size_t i = 0; i < op->num_attributes; ++i)
+      if (a.name == attr_at(op, i)->name) idx = i;
+    if (idx == op->num_attributes) {
+      throw Error(Code::kInvalidArgument, pn.label + ": unknown attribute '" + a.name +
+                                              "'; the op accepts: " + schema_attrs(op));
+    }
+    const oph_attr_def* d = attr_at(op, idx);
+    if (a.type != d->type) {
+      std::string hint;
+      if (d->type == OPH_ATTR_FLOAT && a.type == OPH_ATTR_INT) hint = " (write it as a float, e.g. 2.0 instead of 2)";
+      throw Error(Code::kInvalidArgument, pn.label + ": attribute '" + a.name + "' is " + attr_type_name(a.type) +
+                                              " but the op declares it " + attr_type_name(d->type) + hint);
+    }
+    seen[idx] = true;
+    oph_attr_value& v = ra.values[idx];
+    v = {};
+    v.struct_size = sizeof(oph_attr_value);
+    v.type = a.type;
+    switch (a.type) {
+      case OPH_ATTR_FLOAT: v.f = a.f; break;
+      case OPH_ATTR_INT: v.i = a.i; break;
+      case OPH_ATTR_STRING: v.s = a.s.c_str(); v.count = a.s.size(); break;
+      case OPH_ATTR_FLOATS: v.floats = a.floats.data(); v.count = a.floats.size(); break;
+      case OPH_ATTR_INTS: v.ints = a.ints.data(); v.count = a.ints.size(); break;
+      case OPH_ATTR_STRINGS:
+        for (const std::string& s : a.strings) ra.string_lists[idx].push_back(s.c_str());
+        v.strings = ra.string_lists[idx].data();
+        v.count = a.strings.size();
+        break;
+      case OPH_ATTR_TENSOR:
+        ra.tensors[idx] = a.t.view();
+        v.tensor = &ra.tensors[idx];
+        break;
+      default:
+        throw Error(Code::kUnimplemented, pn.label + ": attribute '" + a.name + "' has an unsupported type");
+    }
+  }
+  for (size_t i = 0; i < op->num_attributes; ++i) {
+    if (seen[i]) continue;
+    const oph_attr_def* d = attr_at(op, i);
+    if (d->required) {
+      throw Error(Code::kInvalidArgument, pn.label + ": required attribute '" + std::string(d->name) + "' (" +
+                                              attr_type_name(d->type) + ") is missing");
+    }
+    ra.values[i] = d->default_value;  // points into the pack's static data (valid while it is loaded)
+    ra.values[i].struct_size = sizeof(oph_attr_value);
+  }
+}
+
+std::string dims_string(const ValueMeta& m) {
+  if (!m.rank_known) return "[?]";
+  return shape_to_string(m.shape);
+}
+
+}  // namespace
+
+oph_value_info to_value_info(const ValueMeta& meta, const Tensor* constant, oph_tensor* constant_view) {
+  oph_value_info v{};
+  v.struct_size = sizeof(oph_value_info);
+  v.present = true;
+  v.dtype = to_dl(meta.dtype);
+  v.ndim = meta.rank_known ? static_cast<int32_t>(meta.shape.size()) : -1;
+  for (size_t k = 0; k < meta.shape.size() && k < OPH_MAX_NDIM; ++k) v.shape[k] = meta.shape[k];
+  if (constant && constant_view) {
+    *constant_view = constant->view();
+    v.constant = constant_view;
+  }
+  return v;
+}
+
+std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& graph_inputs) const {
+  std::vector<ValueMeta> meta(values.size());
+  for (size_t v = 0; v < values.size(); ++v) {
+    const ValueSlot& slot = values[v];
+    if (slot.constant) {
+      meta[v].dtype = slot.constant->dtype();
+      meta[v].rank_known = true;
+      meta[v].shape.assign(slot.constant->shape().begin(), slot.constant->shape().end());
+    } else if (slot.graph_input >= 0) {
+      meta[v] = graph_inputs[slot.graph_input];
+    }
+  }
+  std::vector<oph_value_info> in_infos, out_infos;
+  std::vector<oph_tensor> const_views;
+  for (const PreparedNode& pn : nodes) {
+    const oph_op_def* op = pn.op;
+    in_infos.assign(pn.inputs.size(), oph_value_info{});
+    const_views.assign(pn.inputs.size(), oph_tensor{});
+    // Type constraints: every actual value must have an allowed dtype, one dtype per type variable.
+    std::map<std::string, std::pair<DType, size_t>> bound;
+    for (size_t i = 0; i < pn.inputs.size(); ++i) {
+      int v = pn.inputs[i];
+      if (v < 0) {
+        in_infos[i].struct_size = sizeof(oph_value_info);
+        in_infos[i].present = false;
+        continue;
+      }
+      const ValueMeta& m = meta[v];
+      if (m.dtype == DType::kUndefined) {
+        throw Error(Code::kInvalidArgument, pn.label + ": the element type of input '" + values[v].name +
+                                                "' is unknown; declare it in the model's graph inputs");
+      }
+      in_infos[i] = to_value_info(m, values[v].constant, &const_views[i]);
+      size_t f = std::min(i, op->num_inputs ? op->num_inputs - 1 : 0);
+      if (op->num_inputs == 0) continue;
+      const oph_io_def* d = io_at(op->inputs, f);
+      const oph_type_constraint* tc = nullptr;
+      for (size_t c = 0; c < op->num_type_constraints; ++c) {
+        const oph_type_constraint* t = OPH_ARRAY_AT(oph_type_constraint, op->type_constraints,
+                                                    op->type_constraints[0].struct_size, c);
+        if (d->type_var && std::string_view(t->type_var) == d->type_var) tc = t;
+      }
+      if (!tc) continue;
+      oph_dtype dl = to_dl(m.dtype);
+      bool ok = false;
+      std::string allowed;
+      for (size_t a = 0; a < tc->num_allowed; ++a) {
+        const oph_dtype& x = tc->allowed[a];
+        ok = ok || (x.code == dl.code && x.bits == dl.bits && x.lanes == dl.lanes);
+        allowed += (a ? ", " : "") + std::string(dtype_name(from_dl(x)));
+      }
+      if (!ok) {
+        throw Error(Code::kInvalidArgument, pn.label + ": input " + std::to_string(i) + " '" + values[v].name +
+                                                "' is " + dtype_name(m.dtype) + " but the op accepts " + allowed +
+                                                " for " + d->type_var);
+      }
+      auto [it, fresh] = bound.emplace(d->type_var, std::make_pair(m.dtype, i));
+      if (!fresh && it->second.first != m.dtype) {
+        throw Error(Code::kInvalidArgument,
+                    pn.label + ": input " + std::to_string(i) + " '" + values[v].name + "' is " +
+                        dtype_name(m.dtype) + " but type " + d->type_var + " is already " +
+                        dtype_name(it->second.first) + " from input " + std::to_string(it->second.second) +
+                        "; insert a Cast");
+      }
+    }
+    out_infos.assign(pn.outputs.size(), oph_value_info{});
+    for (size_t o = 0; o < pn.outputs.size(); ++o) {
+      out_infos[o].struct_size = sizeof(oph_value_info);
+      out_infos[o].present = pn.outputs[o] >= 0;
+      out_infos[o].ndim = -2;  // sentinel: infer must set it
+    }
+    oph_infer_context ic{};
+    ic.struct_size = sizeof(ic);
+    ic.services = host_services();
+    ic.op = op;
+    ic.num_inputs = in_infos.size();
+    ic.inputs = in_infos.data();
+    ic.num_outputs = out_infos.size();
+    ic.outputs = out_infos.data();
+    ic.num_attrs = pn.attrs.values.size();
+    ic.attrs = pn.attrs.values.data();
+    ic.node_name = pn.node->name.c_str();
+    throw_if_error(op->infer(&ic), pn.label + ": shape inference failed");
+    for (size_t o = 0; o < pn.outputs.size(); ++o) {
+      int v = pn.outputs[o];
+      if (v < 0) continue;
+      const oph_value_info& oi = out_infos[o];
+      DType dt = from_dl(oi.dtype);
+      if (oi.ndim == -2 || dt == DType::kUndefined) {
+        throw Error(Code::kInternal, pn.label + ": the pack's infer() did not set output " + std::to_string(o) +
+                                         " (dtype and shape); this is a bug in pack '" + pn.entry->source.plugin_name + "'");
+      }
+      if (oi.ndim > OPH_MAX_NDIM) {
+        throw Error(Code::kInternal, pn.label + ": infer() returned rank " + std::to_string(oi.ndim) +
+                                         " above OPH_MAX_NDIM");
+      }
+      ValueMeta& m = meta[v];
+      m.dtype = dt;
+      m.rank_known = oi.ndim >= 0;
+      m.shape.assign(oi.shape, oi.shape + std::max(0, oi.ndim));
+      for (int64_t& d : m.shape)
+        if (d < 0) d = OPH_DIM_UNKNOWN;
+      spdlog::trace("infer {}: output '{}' {} {}", pn.label, values[v].name, dtype_name(m.dtype), dims_string(m));
+    }
+  }
+  return meta;
+}
+
+std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> plugins, const OpRegistry& registry,
+                                             Model model, const SessionOptions& options) {
+  auto s = std::make_unique<Session::Impl>();
+  s->plugins = std::move(plugins);
+  s->model = std::move(model);
+  const Model& m = s->model;
+  const std::string file = m.path.string();
+
+  std::vector<std::string> devices = options.devices;
+  if (devices.empty()) devices = {"cpu"};
+
+  // Values: initializers, graph inputs, node outputs.
+  std::map<std::string, int> index;
+  auto add_value = [&](const std::string& name) {
+    auto [it, fresh] = index.emplace(name, static_cast<int>(s->values.size()));
+    if (fresh) s->values.push_back(ValueSlot{name});
+    return it->second;
+  };
+  for (const auto& [name, tensor] : m.initializers) s->values[add_value(name)].constant = &tensor;
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    int v = add_value(m.inputs[i].name);
+    s->values[v].graph_input = static_cast<int>(i);
+    s->input_values.push_back(v);
+    s->input_infos.push_back({m.inputs[i].name, m.inputs[i].dtype,
+                              m.inputs[i].has_shape ? m.inputs[i].shape : std::vector<int64_t>{}});
+  }
+
+  // Resolve every node.
+  s->nodes.reserve(m.nodes.size());
+  for (size_t ni = 0; ni < m.nodes.size(); ++ni) {
+    const Node& n = m.nodes[ni];
+    PreparedNode pn;
+    pn.node = &n;
+    auto opset_it = m.opset_imports.find(n.domain);
+    if (opset_it == m.opset_imports.end()) {
+      std::string dom = n.domain.empty() ? "ai.onnx (\"\")" : "'" + n.domain + "'";
+      throw Error(Code::kInvalidArgument,
+                  file + ": node '" + n.name + "' (" + op_id(n) + ") uses domain " + dom +
+                      " but the model has no opset_import for it; add opset_import {domain: \"" + n.domain +
+                      "\", version: N} to the model (the exporter's custom_opsets option does this)");
+    }
+    int64_t opset = opset_it->second;
+    const OpEntry* entry = nullptr;
+    for (const std::string& dev : devices) {
+      entry = registry.resolve(n.domain, n.op_type, opset, dev);
+      if (entry) break;
+    }
+    if (!entry) {
+      throw Error(Code::kNotFound, file + ": node '" + n.name + "' (" + op_id(n) + ", opset " +
+                                       std::to_string(opset) + "): no loaded pack provides this op" +
+                                       registry.hint(n.domain, n.op_type, opset, devices.front()));
+    }
+    pn.op = entry->op;
+    pn.entry = entry;
+    std::string where = entry->source.plugin ? entry->source.plugin->library_path().string()
+                                             : entry->source.manifest_path.string();
+    pn.label = file + ": node '" + n.name + "' (" + op_id(n) + ", opset " + std::to_string(opset) + ") from pack '" +
+               entry->source.plugin_name + "' (" + where + ")";
+    check_arity(pn, false);
+    check_arity(pn, true);
+    resolve_attrs(pn);
+    for (const std::string& in : n.inputs) {
+      if (in.empty()) {
+        pn.inputs.push_back(-1);
+        continue;
+      }
+      auto it = index.find(in);
+      if (it == index.end()) {
+        throw Error(Code::kInvalidArgument, pn.label + ": input '" + in + "' is not defined before this node");
+      }
+      pn.inputs.push_back(it->second);
+      s->values[it->second].consumers.push_back(static_cast<int>(ni));
+      s->values[it->second].last_use = static_cast<int>(ni);
+    }
+    for (const std::string& out : n.outputs) {
+      if (out.empty()) {
+        pn.outputs.push_back(-1);
+        continue;
+      }
+      int v = add_value(out);
+      s->values[v].producer = static_cast<int>(ni);
+      pn.outputs.push_back(v);
+    }
+    s->nodes.push_back(std::move(pn));
+  }
+  for (const ModelValueInfo& out : m.outputs) {
+    auto it = index.find(out.name);
+    if (it == index.end()) {
+      throw Error(Code::kInvalidArgument, file + ": graph output '" + out.name + "' is never produced");
+    }
+    s->values[it->second].graph_output = true;
+    s->output_values.push_back(it->second);
+  }
+
+  // Shapes from the declared graph inputs.
+  std::vector<ValueMeta> declared;
+  for (const ModelValueInfo& in : m.inputs) {
+    ValueMeta vm;
+    vm.dtype = in.dtype;
+    vm.rank_known = in.has_shape;
+    vm.shape = in.shape;
+    declared.push_back(vm);
+  }
+  s->static_plan.values = s->infer_all(declared);
+  s->static_plan_complete = std::all_of(declared.begin(), declared.end(),
+                                        [](const ValueMeta& v) { return v.fully_known(); });
+  for (const ValueMeta& d : declared) s->static_plan.input_shapes.push_back(d.shape);
+  for (size_t o = 0; o < s->output_values.size(); ++o) {
+    const ValueMeta& vm = s->static_plan.values[s->output_values[o]];
+    s->output_infos.push_back({m.outputs[o].name, vm.dtype, vm.rank_known ? vm.shape : std::vector<int64_t>{}});
+  }
+
+  // Kernels, created once per node.
+  for (PreparedNode& pn : s->nodes) {
+    if (!pn.op->create_kernel) continue;
+    std::vector<oph_value_info> ins, outs;
+    std::vector<oph_tensor> views(pn.inputs.size());
+    for (size_t i = 0; i < pn.inputs.size(); ++i) {
+      int v = pn.inputs[i];
+      if (v < 0) {
+        oph_value_info absent{};
+        absent.struct_size = sizeof(absent);
+        ins.push_back(absent);
+      } else {
+        ins.push_back(to_value_info(s->static_plan.values[v], s->values[v].constant, &views[i]));
+      }
+    }
+    for (int v : pn.outputs) {
+      if (v < 0) {
+        oph_value_info absent{};
+        absent.struct_size = sizeof(absent);
+        outs.push_back(absent);
+      } else {
+        outs.push_back(to_value_info(s->static_plan.values[v], nullptr, nullptr));
+      }
+    }
+    oph_kernel_create_args a{};
+    a.struct_size = sizeof(a);
+    a.services = host_services();
+    a.op = pn.op;
+    a.num_inputs = ins.size();
+    a.inputs = ins.data();
+    a.num_outputs = outs.size();
+    a.outputs = outs.data();
+    a.num_attrs = pn.attrs.values.size();
+    a.attrs = pn.attrs.values.data();
+    a.node_name = pn.node->name.c_str();
+    a.device = {OPH_DL_CPU, 0};
+    throw_if_error(pn.op->create_kernel(&a, &pn.state), pn.label + ": create_kernel failed");
+  }
+  spdlog::info("session: {} nodes resolved, {} values, {} inputs, {} outputs ({})", s->nodes.size(),
+               s->values.size(), s->input_values.size(), s->output_values.size(), file);
+  return s;
+}
+
+Session::Impl::~Impl() {
+  for (PreparedNode& pn : nodes) {
+    if (pn.state && pn.op->destroy_kernel) pn.op->destroy_kernel(pn.state);
+    pn.state = nullptr;
+  }
+}
+
+}  // namespace ophost

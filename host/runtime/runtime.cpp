@@ -1,0 +1,86 @@
+// ophost::Runtime and ophost::Session: the embedding API over discovery, registry and execution.
+#include <ophost/runtime.hpp>
+
+#include "exec/session_impl.hpp"
+#include "model/model.hpp"
+#include "plugins/plugin_set.hpp"
+#include "registry/registry.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace ophost {
+
+struct Runtime::Impl {
+  std::shared_ptr<PluginSet> plugins;
+  std::vector<PluginReport> reports;
+  OpRegistry registry;
+  std::vector<std::string> conflicts;
+};
+
+Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
+  auto t0 = std::chrono::steady_clock::now();
+  DiscoveryOptions d;
+  d.plugin_paths = options.plugin_paths;
+  d.use_env_plugin_path = options.use_env_plugin_path;
+  d.use_default_plugin_dir = options.use_default_plugin_dir;
+  d.disabled_plugins = options.disabled_plugins;
+  d.required_plugins = options.required_plugins;
+  impl_->plugins = std::make_shared<PluginSet>(PluginSet::discover(d));
+  impl_->reports = impl_->plugins->reports();
+
+  // Register ops pack by pack; a pack whose ops conflict with an earlier pack is not registered and the
+  // conflict is kept (load() refuses to run until it is resolved).
+  size_t packs = 0;
+  for (const auto& plugin : impl_->plugins->loaded()) {
+    if (plugin->ops().empty()) continue;
+    OpRegistry trial = impl_->registry;
+    try {
+      for (const oph_op_def* op : plugin->ops()) trial.add(*plugin, op, options.allow_op_override);
+      impl_->registry = std::move(trial);
+      ++packs;
+    } catch (const Error& e) {
+      std::string msg = std::string(e.what()) + "; remove one of the two packs, disable one with "
+                        "OPHOST_PLUGINS_DISABLE=<name>, or allow the later one to override with --allow-op-override";
+      spdlog::error("{}", msg);
+      impl_->conflicts.push_back(msg);
+      for (PluginReport& r : impl_->reports) {
+        if (r.name == plugin->name() && r.loaded) {
+          r.loaded = false;
+          r.reason = msg;
+        }
+      }
+    }
+  }
+  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("registry: {} ops from {} packs ({:.1f} ms for discovery and registration)", impl_->registry.size(),
+               packs, ms);
+}
+
+Runtime::~Runtime() = default;
+
+const std::vector<PluginReport>& Runtime::plugins() const noexcept { return impl_->reports; }
+const std::vector<std::string>& Runtime::conflicts() const noexcept { return impl_->conflicts; }
+
+std::unique_ptr<Session> Runtime::load(const std::filesystem::path& model, const SessionOptions& options) {
+  if (!impl_->conflicts.empty()) throw Error(Code::kAlreadyExists, impl_->conflicts.front());
+  auto t0 = std::chrono::steady_clock::now();
+  Model m = load_model(model);
+  auto t1 = std::chrono::steady_clock::now();
+  spdlog::info("model: {} (ir_version {}, {} nodes, {} initializers, producer '{}') parsed in {:.1f} ms",
+               model.string(), m.ir_version, m.nodes.size(), m.initializers.size(), m.producer_name,
+               std::chrono::duration<double, std::milli>(t1 - t0).count());
+  auto impl = build_session(impl_->plugins, impl_->registry, std::move(m), options);
+  spdlog::info("session prepared in {:.1f} ms",
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
+  return std::make_unique<Session>(std::move(impl));
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+const std::vector<ValueInfo>& Session::inputs() const noexcept { return impl_->input_infos; }
+const std::vector<ValueInfo>& Session::outputs() const noexcept { return impl_->output_infos; }
+std::vector<NamedTensor> Session::run(const std::vector<NamedTensor>& inputs) { return impl_->run(inputs); }
+
+}  // namespace ophost

@@ -1,0 +1,49 @@
+// ophost plugins [-v]: what discovery found, loaded and rejected, and why.
+#include "common.hpp"
+
+#include <iostream>
+
+namespace ophost::cli {
+
+int cmd_plugins(int argc, char** argv) {
+  CommonOptions common;
+  bool verbose = false;
+  po::options_description visible("Options");
+  visible.add_options()("help,h", "show this help")("verbose,v", po::bool_switch(&verbose),
+                                                    "also list every op and device, and the search roots");
+  add_common_options(visible, common);
+  po::variables_map vm;
+  if (!parse(argc, argv, visible, visible, {}, vm,
+             "Usage: ophost plugins [-v] [--plugin-path DIR ...]\n\n"
+             "Lists every plugin discovery looked at: loaded ones with their ops and devices, rejected ones with\n"
+             "the reason. Exit status 1 when two packs conflict over an op.\n")) {
+    return kExitOk;
+  }
+  setup_logging(common.log_level, "error");
+  Runtime runtime(runtime_options(common));
+  size_t loaded = 0, rejected = 0;
+  for (const PluginReport& r : runtime.plugins()) {
+    if (r.loaded) {
+      ++loaded;
+      std::cout << "loaded    " << r.name << " " << r.version << " (" << r.kind << ")";
+      if (!r.ops.empty()) std::cout << ", " << r.ops.size() << " ops";
+      if (!r.devices.empty()) std::cout << ", " << r.devices.size() << " device entr" << (r.devices.size() == 1 ? "y" : "ies");
+      std::cout << "\n";
+      if (verbose) {
+        std::cout << "          manifest " << r.manifest.string() << "\n";
+        if (!r.library.empty()) std::cout << "          library  " << r.library.string() << "\n";
+        for (const std::string& d : r.devices) std::cout << "          device   " << d << "\n";
+        for (const std::string& op : r.ops) std::cout << "          op       " << op << "\n";
+      } else {
+        for (const std::string& d : r.devices) std::cout << "          device   " << d << "\n";
+      }
+    } else {
+      ++rejected;
+      std::cout << "rejected  " << r.name << ": " << r.reason << "\n";
+    }
+  }
+  std::cout << loaded << " loaded, " << rejected << " rejected\n";
+  return runtime.conflicts().empty() ? kExitOk : kExitError;
+}
+
+}  // namespace ophost::cli

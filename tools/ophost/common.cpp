@@ -1,0 +1,110 @@
+#include "common.hpp"
+
+#include <ophost/error.hpp>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+namespace ophost::cli {
+
+void add_common_options(po::options_description& desc, CommonOptions& opts) {
+  desc.add_options()
+      ("plugin-path", po::value(&opts.plugin_paths)->composing(),
+       "plugin root searched first (repeatable); then $OPHOST_PLUGIN_PATH, then <exe>/../lib/ophost/plugins")
+      ("disable-plugin", po::value(&opts.disable)->composing(),
+       "glob of plugin names not to load (repeatable; also $OPHOST_PLUGINS_DISABLE)")
+      ("allow-op-override", po::bool_switch(&opts.allow_op_override),
+       "let a later pack override an op another pack already serves (logged)")
+      ("log-level", po::value(&opts.log_level),
+       "trace, debug, info, warn, error or off (default: $OPHOST_LOG_LEVEL or warn)");
+}
+
+void setup_logging(const std::string& level, const std::string& fallback) {
+  std::string name = level;
+  if (name.empty()) {
+    const char* env = std::getenv("OPHOST_LOG_LEVEL");
+    name = env && *env ? env : fallback;
+  }
+  auto lvl = spdlog::level::from_str(name);
+  if (lvl == spdlog::level::off && name != "off") {
+    throw Error(Code::kInvalidArgument,
+                "unknown log level '" + name + "'; use trace, debug, info, warn, error or off");
+  }
+  auto logger = spdlog::stderr_color_mt("ophost");
+  logger->set_pattern("[ophost] [%^%l%$] %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(lvl);
+}
+
+RuntimeOptions runtime_options(const CommonOptions& opts) {
+  RuntimeOptions r;
+  for (const std::string& p : opts.plugin_paths) r.plugin_paths.emplace_back(p);
+  r.disabled_plugins = opts.disable;
+  r.allow_op_override = opts.allow_op_override;
+  return r;
+}
+
+bool parse(int argc, char** argv, const po::options_description& visible, const po::options_description& all,
+           const po::positional_options_description& pos, po::variables_map& vm, const std::string& usage) {
+  po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << usage << "\n" << visible << std::flush;
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+namespace {
+template <class T>
+void stats(const Tensor& t, std::ostringstream& s) {
+  const T* p = t.data_as<T>();
+  int64_t n = t.numel();
+  if (n == 0) {
+    s << "  (empty)";
+    return;
+  }
+  double mn = INFINITY, mx = -INFINITY, sum = 0;
+  int64_t nonfinite = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = static_cast<double>(p[i]);
+    if (!std::isfinite(v)) {
+      ++nonfinite;
+      continue;
+    }
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+    sum += v;
+  }
+  s << "  min " << mn << " max " << mx << " mean " << (n > nonfinite ? sum / double(n - nonfinite) : NAN);
+  if (nonfinite) s << " non-finite " << nonfinite;
+  s << "  [";
+  for (int64_t i = 0; i < std::min<int64_t>(n, 6); ++i) s << (i ? ", " : "") << static_cast<double>(p[i]);
+  s << (n > 6 ? ", ...]" : "]");
+}
+}  // namespace
+
+std::string summarize(const Tensor& t) {
+  std::ostringstream s;
+  s.precision(6);
+  s << dtype_name(t.dtype()) << " " << shape_to_string(t.shape());
+  switch (t.dtype()) {
+    case DType::kFloat32: stats<float>(t, s); break;
+    case DType::kFloat64: stats<double>(t, s); break;
+    case DType::kInt32: stats<int32_t>(t, s); break;
+    case DType::kInt64: stats<int64_t>(t, s); break;
+    case DType::kInt8: stats<int8_t>(t, s); break;
+    case DType::kUint8: stats<uint8_t>(t, s); break;
+    case DType::kBool: stats<uint8_t>(t, s); break;
+    default: break;
+  }
+  return s.str();
+}
+
+}  // namespace ophost::cli

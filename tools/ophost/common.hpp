@@ -1,0 +1,45 @@
+// Shared pieces of the `ophost` subcommands: common options, logging set-up, tensor summaries.
+#pragma once
+
+#include <ophost/runtime.hpp>
+
+#include <boost/program_options.hpp>
+
+#include <string>
+#include <vector>
+
+namespace ophost::cli {
+
+namespace po = boost::program_options;
+
+// Options every subcommand that loads plugins accepts.
+struct CommonOptions {
+  std::vector<std::string> plugin_paths;
+  std::vector<std::string> disable;
+  std::string log_level;
+  bool allow_op_override = false;
+};
+
+// Adds --plugin-path, --disable-plugin, --allow-op-override, --log-level.
+void add_common_options(po::options_description& desc, CommonOptions& opts);
+// Applies --log-level / OPHOST_LOG_LEVEL (default `fallback`). Throws Error on an unknown level.
+void setup_logging(const std::string& level, const std::string& fallback);
+RuntimeOptions runtime_options(const CommonOptions& opts);
+
+// Parses argv for a subcommand; prints help and returns false when --help was given.
+bool parse(int argc, char** argv, const po::options_description& visible, const po::options_description& all,
+           const po::positional_options_description& pos, po::variables_map& vm, const std::string& usage);
+
+// "float32 [2,8]  min -1 max 6 mean 0.25  [0.1, 0.2, ...]"
+std::string summarize(const Tensor& t);
+
+// Exit codes.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+
+int cmd_run(int argc, char** argv);
+int cmd_plugins(int argc, char** argv);
+int cmd_pack(int argc, char** argv);
+
+}  // namespace ophost::cli
