@@ -75,8 +75,9 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
 std::string dlerror_text(const std::string& boost_message, const fs::path& library) {
   const std::string marker = "(dlerror system message: ";
   if (auto pos = boost_message.find(marker); pos != std::string::npos) {
+    // "<what> (dlerror system message: <text>)[: <error_code message>]"
     std::string text = boost_message.substr(pos + marker.size());
-    if (!text.empty() && text.back() == ')') text.pop_back();
+    if (auto close = text.rfind(')'); close != std::string::npos) text.resize(close);
     return text;
   }
   ++g_dlopen_count;
