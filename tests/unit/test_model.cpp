@@ -716,6 +716,44 @@ TEST(TensorProtoDecode, RawDataEveryDType) {
   }
 }
 
+TEST(ModelLoad, InitializersOfEveryDTypeThroughAFile) {
+  TempDir dir;
+  const int types[] = {onnx::TensorProto::FLOAT,  onnx::TensorProto::UINT8,  onnx::TensorProto::INT8,
+                       onnx::TensorProto::UINT16, onnx::TensorProto::INT16,  onnx::TensorProto::INT32,
+                       onnx::TensorProto::INT64,  onnx::TensorProto::BOOL,   onnx::TensorProto::FLOAT16,
+                       onnx::TensorProto::DOUBLE, onnx::TensorProto::UINT32, onnx::TensorProto::UINT64,
+                       onnx::TensorProto::BFLOAT16};
+  onnx::ModelProto p = simple_model();
+  std::vector<std::string> raws;
+  for (int type : types) {
+    const DType d = *ophost::dtype_from_onnx(type);
+    auto* t = p.mutable_graph()->add_initializer();
+    t->set_name(std::string("init_") + ophost::dtype_name(d));
+    t->set_data_type(type);
+    t->add_dims(3);
+    std::string raw(3 * ophost::dtype_size(d), '\0');
+    for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<char>(d == DType::kBool ? (i & 1) : 0x40 + i);
+    t->set_raw_data(raw);
+    raws.push_back(raw);
+  }
+  auto* s = p.mutable_graph()->add_initializer();
+  s->set_name("init_string");
+  s->set_data_type(onnx::TensorProto::STRING);
+  s->add_dims(1);
+  s->add_string_data("text");
+  const Model m = ophost::load_model(save(p, dir.path / "m.onnx"));
+  ASSERT_EQ(m.initializers.size(), 2 + raws.size());
+  EXPECT_TRUE(m.inputs.size() == 1 && m.inputs[0].name == "x");
+  for (size_t k = 0; k < raws.size(); ++k) {
+    const auto& [name, t] = m.initializers[k + 1];
+    EXPECT_EQ(name, std::string("init_") + ophost::dtype_name(*ophost::dtype_from_onnx(types[k])));
+    EXPECT_EQ(t.dtype(), *ophost::dtype_from_onnx(types[k]));
+    ASSERT_EQ(t.nbytes(), raws[k].size()) << name;
+    EXPECT_EQ(std::memcmp(t.data(), raws[k].data(), raws[k].size()), 0) << name;
+  }
+  EXPECT_EQ(m.initializers.back().second.strings(), std::vector<std::string>{"text"});
+}
+
 TEST(TensorProtoDecode, Errors) {
   {
     auto p = proto_of(onnx::TensorProto::INT64, {3});
