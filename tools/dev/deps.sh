@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages ophost needs to build and test, if any is missing. The one list of build
+# dependencies: .ci/run and the README's commands all come through here.
+#   OPHOST_APT_UPDATE=1 forces `apt-get update` (CI does).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config file dpkg-dev
+  libboost-dev libboost-filesystem-dev libboost-program-options-dev
+  libspdlog-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler libssl-dev
+  libdnnl-dev libhwy-dev
+  python3 python3-onnx python3-numpy
+  # GPU backends (issue: CUDA and HIP backends) add hipcc and libamdhip64-dev here; CUDA comes from
+  # /usr/local/cuda when present. Both are skipped at configure time when their toolkit is missing.
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ] && [ "${OPHOST_APT_UPDATE:-0}" != 1 ]; then
+  echo "deps: all ${#packages[@]} Debian packages present"
+  exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || {
+    echo "deps: missing packages: ${missing[*]}" >&2
+    echo "deps: run as root: apt-get install -y ${missing[*]}" >&2
+    exit 1
+  }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+echo "deps: installing ${missing[*]:-(refresh)}"
+"${sudo[@]}" apt-get update -q
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${packages[@]}"
