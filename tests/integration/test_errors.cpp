@@ -1,0 +1,421 @@
+// Clear errors: every broken model, bad input and bad command line ends with a non-zero exit status (never a
+// signal), and the message carries the facts a user needs (file, node, domain::op, opset, the fix).
+// Broken models are written here with the ONNX protobuf classes.
+#include "integration_support.hpp"
+
+#include "model/npy.hpp"
+
+#include <ophost/error.hpp>
+#include <ophost/runtime.hpp>
+
+namespace ophost::itest {
+namespace {
+
+using onnx::TensorProto;
+
+RuntimeOptions build_tree_plugins() {
+  RuntimeOptions o;
+  o.plugin_paths = {kPluginDir};
+  o.use_env_plugin_path = false;
+  o.use_default_plugin_dir = false;
+  return o;
+}
+
+// One Runtime for the embedding-API error tests (plugin loading is the slow part).
+Runtime& runtime() {
+  static Runtime rt(build_tree_plugins());
+  return rt;
+}
+
+class Errors : public ::testing::Test {
+ protected:
+  TempDir tmp;
+
+  // `ophost run MODEL --random`, expected to fail cleanly; returns the result.
+  ProcResult run_fails(const fs::path& model, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"run", model.string(), "--random"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ProcResult r = ophost(args);
+    EXPECT_CLEAN_FAILURE(r);
+    // The error is reported on stderr as "ophost run: error: ...", not as an uncaught exception.
+    EXPECT_CONTAINS(r.err, "ophost run: error: ");
+    EXPECT_NOT_CONTAINS(r.err, "terminate called");
+    return r;
+  }
+
+  // The message of the Error the embedding API throws from Runtime::load (empty when it does not throw).
+  std::string load_error(const fs::path& model) {
+    try {
+      runtime().load(model);
+    } catch (const Error& e) {
+      return e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "load threw a non-ophost exception: " << e.what();
+      return e.what();
+    }
+    ADD_FAILURE() << "load(" << model << ") did not throw";
+    return "";
+  }
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Model files
+
+TEST_F(Errors, ModelFileMissing) {
+  fs::path missing = tmp / "no_such_model.onnx";
+  ProcResult r = run_fails(missing);
+  EXPECT_CONTAINS(r.err, missing.string());
+  std::string msg = load_error(missing);
+  EXPECT_CONTAINS(msg, missing.string());
+}
+
+TEST_F(Errors, FileIsNotOnnx) {
+  fs::path garbage = tmp / "garbage.onnx";
+  write_file(garbage, std::string("\xff\xfe\x01this is not a protobuf\x00\x13\x37", 27));
+  ProcResult r = run_fails(garbage);
+  EXPECT_CONTAINS(r.err, garbage.string());
+  EXPECT_CONTAINS(r.err, "not an ONNX model");
+}
+
+TEST_F(Errors, EmptyFileIsNotAModel) {
+  fs::path empty = tmp / "empty.onnx";
+  write_file(empty, "");
+  ProcResult r = run_fails(empty);
+  EXPECT_CONTAINS(r.err, empty.string());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Op resolution with near-miss hints
+
+TEST_F(Errors, OpNameWithWrongCaseSuggestsTheRealOne) {
+  fs::path model = unary_model("Relu6_Scale", "myops", {{"", 13}, {"myops", 1}}).save(tmp / "case.onnx");
+  ProcResult r = run_fails(model);
+  EXPECT_CONTAINS(r.err, model.string());
+  EXPECT_CONTAINS(r.err, "node 'n'");
+  EXPECT_CONTAINS(r.err, "myops::Relu6_Scale");
+  EXPECT_CONTAINS(r.err, "opset 1");
+  EXPECT_CONTAINS(r.err, "myops::relu6_scale");  // the suggestion
+  std::string api = load_error(model);
+  EXPECT_FALSE(api.empty());
+  EXPECT_CONTAINS(r.err, api);  // the command prints the embedding API's message as is
+}
+
+TEST_F(Errors, OpInWrongDomainSuggestsTheRightDomain) {
+  fs::path model = unary_model("relu6_scale", "myop", {{"", 13}, {"myop", 1}}).save(tmp / "domain.onnx");
+  ProcResult r = run_fails(model);
+  EXPECT_CONTAINS(r.err, "node 'n'");
+  EXPECT_CONTAINS(r.err, "myop::relu6_scale");
+  EXPECT_CONTAINS(r.err, "opset 1");
+  EXPECT_CONTAINS(r.err, "domain 'myops'");
+}
+
+TEST_F(Errors, CustomOpInStandardDomainSuggestsItsDomain) {
+  fs::path model = unary_model("gelu", "", {{"", 13}}).save(tmp / "std_gelu.onnx");
+  ProcResult r = run_fails(model);
+  EXPECT_CONTAINS(r.err, "node 'n'");
+  EXPECT_CONTAINS(r.err, "gelu");
+  EXPECT_CONTAINS(r.err, "opset 13");
+  EXPECT_CONTAINS(r.err, "'myops'");
+}
+
+TEST_F(Errors, HintIsSeparatedFromTheMainMessage) {
+  // "...: no loaded pack provides this op" must not run straight into the hint ("...this opdid you mean").
+  fs::path model = unary_model("Relu6_Scale", "myops", {{"", 13}, {"myops", 1}}).save(tmp / "case.onnx");
+  std::string msg = load_error(model);
+  EXPECT_CONTAINS(msg, "no loaded pack provides this op");
+  EXPECT_NOT_CONTAINS(msg, "provides this opdid");
+  EXPECT_NOT_CONTAINS(msg, "provides this op'");
+}
+
+TEST_F(Errors, StandardOpNoPackProvides) {
+  // Conv is not in onnx-core.
+  ModelBuilder b({{"", 13}});
+  b.input("x", {1, 1, 4, 4}).input("w", {1, 1, 3, 3}).output("y", {1, 1, 2, 2});
+  b.node("Conv", {"x", "w"}, {"y"}, "conv0");
+  fs::path model = b.save(tmp / "conv.onnx");
+  ProcResult r = run_fails(model);
+  EXPECT_CONTAINS(r.err, "node 'conv0'");
+  EXPECT_CONTAINS(r.err, "Conv");
+  EXPECT_CONTAINS(r.err, "opset 13");
+  EXPECT_CONTAINS(r.err, "no loaded pack provides this op");
+}
+
+TEST_F(Errors, StandardOpAtAnOpsetNoPackServes) {
+  // onnx-core serves Pow from opset 7; the model imports opset 6.
+  ModelBuilder b({{"", 6}});
+  b.input("a", {2, 3}).input("b", {2, 3}).output("y", {2, 3});
+  b.node("Pow", {"a", "b"}, {"y"}, "pow0");
+  fs::path model = b.save(tmp / "pow6.onnx");
+  ProcResult r = run_fails(model);
+  EXPECT_CONTAINS(r.err, "node 'pow0'");
+  EXPECT_CONTAINS(r.err, "Pow");
+  EXPECT_CONTAINS(r.err, "opset 6");
+  EXPECT_CONTAINS(r.err, "[7-11]");  // the ranges that exist
+  EXPECT_CONTAINS(r.err, "onnx-core");
+}
+
+TEST_F(Errors, MissingOpsetImportForCustomDomain) {
+  fs::path model = unary_model("relu6_scale", "myops", {{"", 13}}).save(tmp / "noimport.onnx");
+  ProcResult r = run_fails(model);
+  EXPECT_CONTAINS(r.err, "node 'n'");
+  EXPECT_CONTAINS(r.err, "myops::relu6_scale");
+  EXPECT_CONTAINS(r.err, "opset_import");
+  EXPECT_CONTAINS(r.err, "myops");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Attributes and arity
+
+TEST_F(Errors, AttributeOfWrongType) {
+  ModelBuilder b = unary_model("relu6_scale", "myops", {{"", 13}, {"myops", 1}});
+  ModelBuilder::attr_int(b.m.mutable_graph()->mutable_node(0), "scale", 2);
+  fs::path model = b.save(tmp / "attr_int.onnx");
+  ProcResult r = run_fails(model);
+  EXPECT_CONTAINS(r.err, "node 'n'");
+  EXPECT_CONTAINS(r.err, "myops::relu6_scale");
+  EXPECT_CONTAINS(r.err, "'scale'");
+  EXPECT_CONTAINS(r.err, "int");
+  EXPECT_CONTAINS(r.err, "float");
+  EXPECT_CONTAINS(r.err, "myops");  // the pack
+}
+
+TEST_F(Errors, UnknownAttribute) {
+  ModelBuilder b = unary_model("relu6_scale", "myops", {{"", 13}, {"myops", 1}});
+  ModelBuilder::attr_float(b.m.mutable_graph()->mutable_node(0), "sclae", 2.0f);
+  fs::path model = b.save(tmp / "attr_unknown.onnx");
+  ProcResult r = run_fails(model);
+  EXPECT_CONTAINS(r.err, "node 'n'");
+  EXPECT_CONTAINS(r.err, "unknown attribute 'sclae'");
+  EXPECT_CONTAINS(r.err, "scale");  // what the op accepts
+}
+
+TEST_F(Errors, RequiredInputMissing) {
+  ModelBuilder b({{"", 13}});
+  b.input("a", {2, 3}).output("y", {2, 3});
+  b.node("Add", {"a"}, {"y"}, "add_one");
+  fs::path model = b.save(tmp / "add1.onnx");
+  ProcResult r = run_fails(model);
+  EXPECT_CONTAINS(r.err, "node 'add_one'");
+  EXPECT_CONTAINS(r.err, "Add");
+  EXPECT_CONTAINS(r.err, "required input 1");
+}
+
+TEST_F(Errors, TooManyInputs) {
+  ModelBuilder b({{"", 13}});
+  b.input("a", {2, 3}).output("y", {2, 3});
+  b.node("Relu", {"a", "a"}, {"y"}, "relu2");
+  fs::path model = b.save(tmp / "relu2.onnx");
+  ProcResult r = run_fails(model);
+  EXPECT_CONTAINS(r.err, "node 'relu2'");
+  EXPECT_CONTAINS(r.err, "has 2 inputs");
+}
+
+TEST_F(Errors, InputTypeRejectedByOpConstraint) {
+  // myops::relu6_scale is float32 only.
+  ModelBuilder b({{"", 13}, {"myops", 1}});
+  b.input("x", {2, 3}, TensorProto::INT64).output("y", {2, 3}, TensorProto::INT64);
+  b.node("relu6_scale", {"x"}, {"y"}, "n", "myops");
+  fs::path model = b.save(tmp / "int_relu6.onnx");
+  ProcResult r = run_fails(model);
+  EXPECT_CONTAINS(r.err, "node 'n'");
+  EXPECT_CONTAINS(r.err, "int64");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Inputs at run time (embedding API)
+
+class RunInputs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    session_ = runtime().load(kExamples / "mixed_small.onnx");
+    x_ = read_npy(kExamples / "mixed_small.input.x.npy");
+  }
+  std::string run_error(const std::vector<NamedTensor>& feeds) {
+    try {
+      session_->run(feeds);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::kInvalidArgument) << e.what();
+      return e.what();
+    }
+    ADD_FAILURE() << "run did not throw";
+    return "";
+  }
+  std::unique_ptr<Session> session_;
+  Tensor x_;
+};
+
+TEST_F(RunInputs, WrongDtype) {
+  std::string msg = run_error({{"x", Tensor(DType::kFloat64, {2, 8})}});
+  EXPECT_CONTAINS(msg, "'x'");
+  EXPECT_CONTAINS(msg, "float64");
+  EXPECT_CONTAINS(msg, "float32");
+}
+
+TEST_F(RunInputs, WrongRank) {
+  std::string msg = run_error({{"x", Tensor(DType::kFloat32, {16})}});
+  EXPECT_CONTAINS(msg, "'x'");
+  EXPECT_CONTAINS(msg, "rank 1");
+  EXPECT_CONTAINS(msg, "[2,8]");
+}
+
+TEST_F(RunInputs, WrongDimension) {
+  std::string msg = run_error({{"x", Tensor(DType::kFloat32, {2, 9})}});
+  EXPECT_CONTAINS(msg, "'x'");
+  EXPECT_CONTAINS(msg, "[2,9]");
+  EXPECT_CONTAINS(msg, "dimension 1");
+}
+
+TEST_F(RunInputs, MissingInput) {
+  std::string msg = run_error({});
+  EXPECT_CONTAINS(msg, "missing input 'x'");
+}
+
+TEST_F(RunInputs, ExtraInput) {
+  std::string msg = run_error({{"x", x_}, {"bogus", x_}});
+  EXPECT_CONTAINS(msg, "unknown input 'bogus'");
+  EXPECT_CONTAINS(msg, "x");  // the inputs the model has
+}
+
+TEST_F(RunInputs, DuplicateInput) {
+  std::string msg = run_error({{"x", x_}, {"x", x_}});
+  EXPECT_CONTAINS(msg, "'x'");
+  EXPECT_CONTAINS(msg, "more than once");
+}
+
+TEST_F(RunInputs, SessionStillWorksAfterRejectedInputs) {
+  run_error({{"x", Tensor(DType::kFloat64, {2, 8})}});
+  auto out = session_->run({{"x", x_}});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].name, "y");
+  EXPECT_EQ(out[0].tensor.dtype(), DType::kFloat32);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Inputs on the command line
+
+TEST_F(Errors, CommandInputWithoutEquals) {
+  ProcResult r = ophost({"run", (kExamples / "mixed_small.onnx").string(), "--input", "x"});
+  EXPECT_CLEAN_FAILURE(r);
+  EXPECT_CONTAINS(r.err, "--input");
+  EXPECT_CONTAINS(r.err, "NAME=");
+  EXPECT_CONTAINS(r.err, "'x'");
+}
+
+TEST_F(Errors, CommandInputFileMissing) {
+  fs::path npy = tmp / "nope.npy";
+  ProcResult r = ophost({"run", (kExamples / "mixed_small.onnx").string(), "--input", "x=" + npy.string()});
+  EXPECT_CLEAN_FAILURE(r);
+  EXPECT_CONTAINS(r.err, npy.string());
+}
+
+TEST_F(Errors, CommandInputFileIsNotNpy) {
+  fs::path npy = tmp / "bad.npy";
+  write_file(npy, "definitely not numpy");
+  ProcResult r = ophost({"run", (kExamples / "mixed_small.onnx").string(), "--input", "x=" + npy.string()});
+  EXPECT_CLEAN_FAILURE(r);
+  EXPECT_CONTAINS(r.err, npy.string());
+}
+
+TEST_F(Errors, CommandInputNotGiven) {
+  ProcResult r = ophost({"run", (kExamples / "mixed_small.onnx").string()});
+  EXPECT_CLEAN_FAILURE(r);
+  EXPECT_CONTAINS(r.err, "input 'x'");
+  EXPECT_CONTAINS(r.err, "--input x=");
+  EXPECT_CONTAINS(r.err, "--random");
+}
+
+TEST_F(Errors, CommandInputWithUnknownName) {
+  ProcResult r = ophost({"run", (kExamples / "mixed_small.onnx").string(), "--input",
+                         "x=" + (kExamples / "mixed_small.input.x.npy").string(), "--input",
+                         "q=" + (kExamples / "mixed_small.input.x.npy").string()});
+  EXPECT_CLEAN_FAILURE(r);
+  EXPECT_CONTAINS(r.err, "unknown input 'q'");
+}
+
+TEST_F(Errors, CommandInputOfWrongShape) {
+  // broadcast's b is [4]; feed it the [2,8] tensor of mixed_small.
+  ProcResult r = ophost({"run", (kExamples / "broadcast.onnx").string(), "--random", "--input",
+                         "b=" + (kExamples / "mixed_small.input.x.npy").string()});
+  EXPECT_CLEAN_FAILURE(r);
+  EXPECT_CONTAINS(r.err, "input 'b'");
+  EXPECT_CONTAINS(r.err, "[2,8]");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Command line usage
+
+TEST(Usage, UnknownCommandExits2) {
+  ProcResult r = ophost({"bogus-command"});
+  EXPECT_EQ(r.signal, 0) << r.describe();
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_CONTAINS(r.err, "unknown command 'bogus-command'");
+  EXPECT_CONTAINS(r.err, "Usage: ophost <command>");
+}
+
+TEST(Usage, NoArgumentsPrintsUsageAndExits2) {
+  ProcResult r = ophost({});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_CONTAINS(r.all(), "Usage: ophost <command>");
+}
+
+TEST(Usage, TopLevelHelp) {
+  for (const char* h : {"--help", "-h", "help"}) {
+    ProcResult r = ophost({h});
+    EXPECT_EQ(r.exit_code, 0) << h << "\n" << r.describe();
+    EXPECT_CONTAINS(r.out, "Usage: ophost <command>");
+    EXPECT_CONTAINS(r.out, "run MODEL");
+    EXPECT_CONTAINS(r.out, "plugins");
+  }
+}
+
+TEST(Usage, RunHelp) {
+  ProcResult r = ophost({"run", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "Usage: ophost run MODEL");
+  EXPECT_CONTAINS(r.out, "--input");
+  EXPECT_CONTAINS(r.out, "--output-dir");
+  EXPECT_CONTAINS(r.out, "--plugin-path");
+}
+
+TEST(Usage, PluginsHelp) {
+  ProcResult r = ophost({"plugins", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "Usage: ophost plugins");
+  EXPECT_CONTAINS(r.out, "--verbose");
+  EXPECT_CONTAINS(r.out, "--plugin-path");
+}
+
+TEST(Usage, PackHelp) {
+  ProcResult r = ophost({"pack", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.all(), "ophost pack manifest");
+}
+
+TEST(Usage, RunWithoutModelExits2) {
+  ProcResult r = ophost({"run"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_CONTAINS(r.err, "missing MODEL");
+}
+
+TEST(Usage, UnknownOptionExits2) {
+  ProcResult r = ophost({"run", (kExamples / "mixed_small.onnx").string(), "--frobnicate"});
+  EXPECT_EQ(r.signal, 0) << r.describe();
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_CONTAINS(r.err, "frobnicate");
+}
+
+TEST(Usage, UnknownLogLevel) {
+  ProcResult r = ophost({"plugins", "--log-level", "loud"});
+  EXPECT_EQ(r.signal, 0) << r.describe();
+  EXPECT_GT(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.err, "'loud'");
+}
+
+TEST(Usage, Version) {
+  ProcResult r = ophost({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "plugin ABI 1.");
+}
+
+}  // namespace
+}  // namespace ophost::itest
