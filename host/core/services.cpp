@@ -1,5 +1,7 @@
 #include <ophost/services.hpp>
 
+#include "exec/thread_pool.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
@@ -61,8 +63,8 @@ void log_line(void*, int32_t level, const char* plugin, const char* message) {
   spdlog::log(lvl, "[{}] {}", plugin ? plugin : "plugin", message ? message : "");
 }
 
-void parallel_for_serial(void*, size_t n, size_t, oph_parallel_fn fn, void* user) {
-  if (n > 0 && fn) fn(user, 0, n);
+void parallel_for(void*, size_t n, size_t grain, oph_parallel_fn fn, void* user) {
+  ThreadPool::global().parallel_for(n, grain, fn, user);
 }
 
 void* scratch_alloc(void*, oph_device, size_t bytes) {
@@ -74,11 +76,10 @@ const char* config_get(void*, const char*, const char*) { return nullptr; }
 
 }  // namespace
 
-// Default services; the runtime replaces parallel_for/scratch with its pool-backed versions through
-// set_services_* hooks in host/exec.
+// The services every plugin receives: parallel_for runs on the process-wide intra-op pool.
 oph_host_services g_services = {
     sizeof(oph_host_services), nullptr, status_create, status_code, status_message, status_destroy, log_line,
-    parallel_for_serial,       scratch_alloc, scratch_free, config_get,
+    parallel_for,       scratch_alloc, scratch_free, config_get,
 };
 
 const oph_host_services* host_services() noexcept { return &g_services; }

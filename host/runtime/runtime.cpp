@@ -2,6 +2,7 @@
 #include <ophost/runtime.hpp>
 
 #include "exec/session_impl.hpp"
+#include "exec/thread_pool.hpp"
 #include "model/model.hpp"
 #include "plugins/plugin_set.hpp"
 #include "registry/registry.hpp"
@@ -21,6 +22,12 @@ struct Runtime::Impl {
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   auto t0 = std::chrono::steady_clock::now();
+  if (options.intra_op_threads < 0) {
+    throw Error(Code::kInvalidArgument, "intra_op_threads must be >= 0 (0 = default), got " +
+                                            std::to_string(options.intra_op_threads));
+  }
+  if (options.intra_op_threads > 0) ThreadPool::set_global_threads(options.intra_op_threads);
+  spdlog::info("threads: intra-op pool of {} (caller included)", ThreadPool::global().threads());
   DiscoveryOptions d;
   d.plugin_paths = options.plugin_paths;
   d.use_env_plugin_path = options.use_env_plugin_path;

@@ -21,6 +21,8 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "glob of plugin names not to load (repeatable; also $OPHOST_PLUGINS_DISABLE)")
       ("allow-op-override", po::bool_switch(&opts.allow_op_override),
        "let a later pack override an op another pack already serves (logged)")
+      ("threads", po::value(&opts.threads)->default_value(0),
+       "intra-op threads offered to kernels as parallel_for (0 = hardware concurrency)")
       ("log-level", po::value(&opts.log_level),
        "trace, debug, info, warn, error or off (default: $OPHOST_LOG_LEVEL or warn)");
 }
@@ -47,6 +49,7 @@ RuntimeOptions runtime_options(const CommonOptions& opts) {
   for (const std::string& p : opts.plugin_paths) r.plugin_paths.emplace_back(p);
   r.disabled_plugins = opts.disable;
   r.allow_op_override = opts.allow_op_override;
+  r.intra_op_threads = opts.threads;
   return r;
 }
 

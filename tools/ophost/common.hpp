@@ -18,6 +18,7 @@ struct CommonOptions {
   std::vector<std::string> disable;
   std::string log_level;
   bool allow_op_override = false;
+  int threads = 0;
 };
 
 // Adds --plugin-path, --disable-plugin, --allow-op-override, --log-level.

@@ -29,6 +29,9 @@ struct RuntimeOptions {
   // Two packs serving the same (domain, op, device) over overlapping opsets is an error (load() throws and
   // names both); with this set the later pack wins and a warning is logged.
   bool allow_op_override = false;
+  // Threads of the process-wide intra-op pool offered to kernels as parallel_for (the caller counts as one);
+  // 0 keeps the current pool (default: hardware concurrency).
+  int intra_op_threads = 0;
 };
 
 // One plugin the discovery looked at, and what was decided about it.
