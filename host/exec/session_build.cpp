@@ -340,9 +340,11 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
       if (entry) break;
     }
     if (!entry) {
+      std::string hint = registry.hint(n.domain, n.op_type, opset, devices.front());
       throw Error(Code::kNotFound, file + ": node '" + n.name + "' (" + op_id(n) + ", opset " +
                                        std::to_string(opset) + "): no loaded pack provides this op" +
-                                       registry.hint(n.domain, n.op_type, opset, devices.front()));
+                                       (hint.empty() ? "; check `ophost plugins -v` for the ops that are loaded"
+                                                     : "; " + hint));
     }
     pn.op = entry->op;
     pn.entry = entry;

@@ -69,6 +69,7 @@ Runtime::~Runtime() = default;
 
 const std::vector<PluginReport>& Runtime::plugins() const noexcept { return impl_->reports; }
 const std::vector<std::string>& Runtime::conflicts() const noexcept { return impl_->conflicts; }
+const std::vector<std::filesystem::path>& Runtime::plugin_roots() const noexcept { return impl_->plugins->roots(); }
 
 std::unique_ptr<Session> Runtime::load(const std::filesystem::path& model, const SessionOptions& options) {
   if (!impl_->conflicts.empty()) throw Error(Code::kAlreadyExists, impl_->conflicts.front());

@@ -1,6 +1,7 @@
 // ophost plugins [-v]: what discovery found, loaded and rejected, and why.
 #include "common.hpp"
 
+#include <filesystem>
 #include <iostream>
 
 namespace ophost::cli {
@@ -22,6 +23,14 @@ int cmd_plugins(int argc, char** argv) {
   setup_logging(common.log_level, "error");
   Runtime runtime(runtime_options(common));
   size_t loaded = 0, rejected = 0;
+  if (verbose) {
+    std::cout << "search roots (in order):\n";
+    for (const auto& root : runtime.plugin_roots()) {
+      std::error_code ec;
+      std::cout << "  " << root.string() << (std::filesystem::is_directory(root, ec) ? "" : "  (does not exist)")
+                << "\n";
+    }
+  }
   for (const PluginReport& r : runtime.plugins()) {
     if (r.loaded) {
       ++loaded;

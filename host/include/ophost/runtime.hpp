@@ -72,6 +72,9 @@ class Runtime {
   // Everything discovery looked at, in search order.
   const std::vector<PluginReport>& plugins() const noexcept;
 
+  // The plugin roots searched, in order (whether or not they exist).
+  const std::vector<std::filesystem::path>& plugin_roots() const noexcept;
+
   // Conflicts between packs found while registering ops (empty when none). While any exists, load() throws.
   const std::vector<std::string>& conflicts() const noexcept;
 
