@@ -267,9 +267,13 @@ void binary_apply(const oph::KernelContext& ctx, const TA* a, std::span<const in
 }
 
 // Registration functions, one per source file.
-void register_elementwise(oph::Pack& pack);
-void register_unary(oph::Pack& pack);
-void register_linalg(oph::Pack& pack);
-void register_shape(oph::Pack& pack);
+// Each op family's source file registers itself with one line at namespace scope:
+//   static const onnx_core::Family kFamily("unary", &register_unary);
+// pack.cpp calls every registered family, in name order (so the op table's order does not depend on link order).
+using RegisterFn = void (*)(oph::Pack& pack);
+struct Family {
+  Family(const char* name, RegisterFn fn);
+};
+void register_all_families(oph::Pack& pack);
 
 }  // namespace onnx_core

@@ -153,4 +153,6 @@ void register_elementwise(oph::Pack& pack) {
   }
 }
 
+static const Family kFamily("elementwise", &register_elementwise);
+
 }  // namespace onnx_core

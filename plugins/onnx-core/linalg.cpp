@@ -362,4 +362,6 @@ void register_linalg(oph::Pack& pack) {
   register_softmax(pack, 13, OPH_OPSET_MAX, -1, "softmax along axis (default -1)");
 }
 
+static const Family kFamily("linalg", &register_linalg);
+
 }  // namespace onnx_core

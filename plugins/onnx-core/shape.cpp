@@ -511,4 +511,6 @@ void register_shape(oph::Pack& pack) {
   register_squeeze(pack, 13, OPH_OPSET_MAX, AxesFrom::kInput, true);
 }
 
+static const Family kFamily("shape", &register_shape);
+
 }  // namespace onnx_core

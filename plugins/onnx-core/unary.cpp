@@ -225,4 +225,6 @@ void register_unary(oph::Pack& pack) {
   register_clip11(pack, 12, OPH_OPSET_MAX, kNumeric);  // 12 added integer types
 }
 
+static const Family kFamily("unary", &register_unary);
+
 }  // namespace onnx_core
