@@ -154,6 +154,49 @@ TEST_F(Errors, StandardOpAtAnOpsetNoPackServes) {
   EXPECT_CONTAINS(r.err, "onnx-core");
 }
 
+// DESIGN §5: errors suggest "the pack that would provide it". When the pack serving the op is installed but
+// disabled (or rejected), the op-not-found message must say so instead of only "no loaded pack provides this
+// op".
+TEST_F(Errors, OpOfADisabledPackNamesThePack) {
+  ProcResult r = ophost({"run", (kExamples / "relu6_defaults.onnx").string(), "--random"},
+                        RunOptions{{}, {{"OPHOST_PLUGINS_DISABLE", "myops"}}});
+  EXPECT_CLEAN_FAILURE(r);
+  EXPECT_CONTAINS(r.err, "myops::relu6_scale");
+  EXPECT_CONTAINS(r.err, "'myops'");  // the pack, not just the domain
+  EXPECT_CONTAINS(r.err, "disabled");
+}
+
+TEST_F(Errors, OpOfARejectedPackNamesThePackAndWhy) {
+  // A copy of myops with a wrong sha256, found first: it is rejected and shadows the good one.
+  fs::path root = tmp / "root";
+  fs::create_directories(root / "myops");
+  for (const auto& e : fs::directory_iterator(kPluginDir / "myops"))
+    fs::copy_file(e.path(), root / "myops" / e.path().filename());
+  std::string manifest = read_file(root / "myops" / "ophost-plugin.json");
+  auto pos = manifest.find("\"sha256\": \"");
+  ASSERT_NE(pos, std::string::npos);
+  manifest.replace(pos + 11, 64, std::string(64, 'e'));
+  write_file(root / "myops" / "ophost-plugin.json", manifest);
+  ProcResult r = ophost({"run", (kExamples / "relu6_defaults.onnx").string(), "--random", "--plugin-path",
+                         root.string()});
+  EXPECT_CLEAN_FAILURE(r);
+  EXPECT_CONTAINS(r.err, "myops::relu6_scale");
+  // The run's error itself (not only the loader's warning line) points at the rejected pack.
+  std::string error_line = r.err.substr(r.err.find("ophost run: error: "));
+  EXPECT_CONTAINS(error_line, "'myops'");
+  EXPECT_CONTAINS(error_line, "sha256");
+}
+
+TEST_F(Errors, StandardDomainMayBeSpelledAiOnnx) {
+  ModelBuilder b({{"ai.onnx", 14}});
+  b.input("x", {2}).output("y", {2});
+  b.node("Relu", {"x"}, {"y"}, "relu", "ai.onnx");
+  fs::path model = b.save(tmp / "aionnx.onnx");
+  ProcResult r = ophost({"run", model.string(), "--random"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "output y: float32 [2]");
+}
+
 TEST_F(Errors, MissingOpsetImportForCustomDomain) {
   fs::path model = unary_model("relu6_scale", "myops", {{"", 13}}).save(tmp / "noimport.onnx");
   ProcResult r = run_fails(model);
