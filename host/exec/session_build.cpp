@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace ophost {
@@ -161,6 +162,38 @@ void resolve_attrs(PreparedNode& pn) {
     ra.values[i] = d->default_value;  // points into the pack's static data (valid while it is loaded)
     ra.values[i].struct_size = sizeof(oph_attr_value);
   }
+}
+
+// The value of a standard-domain Constant node, or nothing when the node is not a plain Constant.
+std::optional<Tensor> constant_node_value(const Node& n, const std::string& file) {
+  if (!n.domain.empty() || n.op_type != "Constant" || !n.inputs.empty() || n.outputs.size() != 1 ||
+      n.attributes.size() != 1) {
+    return std::nullopt;
+  }
+  const Attribute& a = n.attributes[0];
+  if (a.name == "value" && a.type == OPH_ATTR_TENSOR) return a.t.clone();
+  if (a.name == "value_float" && a.type == OPH_ATTR_FLOAT) {
+    Tensor t(DType::kFloat32, {});
+    *t.data_as<float>() = a.f;
+    return t;
+  }
+  if (a.name == "value_int" && a.type == OPH_ATTR_INT) {
+    Tensor t(DType::kInt64, {});
+    *t.data_as<int64_t>() = a.i;
+    return t;
+  }
+  if (a.name == "value_floats" && a.type == OPH_ATTR_FLOATS) {
+    Tensor t(DType::kFloat32, {static_cast<int64_t>(a.floats.size())});
+    std::copy(a.floats.begin(), a.floats.end(), t.data_as<float>());
+    return t;
+  }
+  if (a.name == "value_ints" && a.type == OPH_ATTR_INTS) {
+    Tensor t(DType::kInt64, {static_cast<int64_t>(a.ints.size())});
+    std::copy(a.ints.begin(), a.ints.end(), t.data_as<int64_t>());
+    return t;
+  }
+  (void)file;
+  return std::nullopt;  // other forms (strings, sparse) go through the op registry like any node
 }
 
 std::string dims_string(const ValueMeta& m) {
@@ -321,8 +354,17 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
 
   // Resolve every node.
   s->nodes.reserve(m.nodes.size());
+  size_t folded_constants = 0;
   for (size_t ni = 0; ni < m.nodes.size(); ++ni) {
     const Node& n = m.nodes[ni];
+    if (auto value = constant_node_value(n, file); value && m.opset_imports.count("")) {
+      // A Constant node is a value known at load: it becomes a constant input of its consumers (so their
+      // infer() sees it) and never runs.
+      int v = add_value(n.outputs[0]);
+      s->values[v].constant = &s->constants.emplace_back(std::move(*value));
+      ++folded_constants;
+      continue;
+    }
     PreparedNode pn;
     pn.node = &n;
     auto opset_it = m.opset_imports.find(n.domain);
@@ -365,8 +407,8 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
         throw Error(Code::kInvalidArgument, pn.label + ": input '" + in + "' is not defined before this node");
       }
       pn.inputs.push_back(it->second);
-      s->values[it->second].consumers.push_back(static_cast<int>(ni));
-      s->values[it->second].last_use = static_cast<int>(ni);
+      s->values[it->second].consumers.push_back(static_cast<int>(s->nodes.size()));
+      s->values[it->second].last_use = static_cast<int>(s->nodes.size());
     }
     for (const std::string& out : n.outputs) {
       if (out.empty()) {
@@ -374,7 +416,7 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
         continue;
       }
       int v = add_value(out);
-      s->values[v].producer = static_cast<int>(ni);
+      s->values[v].producer = static_cast<int>(s->nodes.size());
       pn.outputs.push_back(v);
     }
     s->nodes.push_back(std::move(pn));
@@ -444,8 +486,9 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     a.device = {OPH_DL_CPU, 0};
     throw_if_error(pn.op->create_kernel(&a, &pn.state), pn.label + ": create_kernel failed");
   }
-  spdlog::info("session: {} nodes resolved, {} values, {} inputs, {} outputs ({})", s->nodes.size(),
-               s->values.size(), s->input_values.size(), s->output_values.size(), file);
+  spdlog::info("session: {} nodes resolved, {} Constant nodes turned into values, {} values, {} inputs, {} outputs ({})",
+               s->nodes.size(), folded_constants, s->values.size(), s->input_values.size(), s->output_values.size(),
+               file);
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include <ophost/ophost_plugin.h>
 #include <ophost/runtime.hpp>
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,6 +65,7 @@ struct ShapePlan {
 struct Session::Impl {
   std::shared_ptr<const PluginSet> plugins;  // keeps the libraries loaded while the session lives
   Model model;
+  std::deque<Tensor> constants;  // values computed at load (Constant nodes); ValueSlot::constant points here
   std::vector<ValueSlot> values;
   std::vector<PreparedNode> nodes;
   std::vector<ValueInfo> input_infos, output_infos;
