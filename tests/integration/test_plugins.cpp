@@ -60,7 +60,7 @@ fs::path echo_model(const fs::path& file) {
 // The real plugins
 
 TEST(Plugins, VerboseListsTheBuildTreePlugins) {
-  ProcResult r = ophost({"plugins", "-v"});
+  ProcResult r = ophost({"plugins", "-v"}, RunOptions{{}, {{"OPHOST_LOG_LEVEL", std::nullopt}}});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   // cpu: a device backend with a described device that states its cores.
   EXPECT_CONTAINS(line_starting(r.out, "loaded    cpu "), "(device-backend)");
