@@ -326,7 +326,8 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
 }
 
 std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> plugins, const OpRegistry& registry,
-                                             Model model, const SessionOptions& options) {
+                                             Model model, const SessionOptions& options,
+                                             const UnloadedHint& unloaded_hint) {
   auto s = std::make_unique<Session::Impl>();
   s->plugins = std::move(plugins);
   s->model = std::move(model);
@@ -383,6 +384,10 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     }
     if (!entry) {
       std::string hint = registry.hint(n.domain, n.op_type, opset, devices.front());
+      if (unloaded_hint) {
+        std::string why = unloaded_hint(n.domain, n.op_type, opset);
+        if (!why.empty()) hint = hint.empty() ? why : why + "; " + hint;
+      }
       throw Error(Code::kNotFound, file + ": node '" + n.name + "' (" + op_id(n) + ", opset " +
                                        std::to_string(opset) + "): no loaded pack provides this op" +
                                        (hint.empty() ? "; check `ophost plugins -v` for the ops that are loaded"

@@ -9,6 +9,7 @@
 #include <ophost/runtime.hpp>
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -87,8 +88,13 @@ struct Session::Impl {
 };
 
 // Builds a session: resolve every node, validate attributes and arity, infer shapes, create kernels.
+// Explains, for an op no loaded pack serves, which plugin that was not loaded would serve it and why it was
+// not loaded ("" when none).
+using UnloadedHint = std::function<std::string(const std::string& domain, const std::string& op, int64_t opset)>;
+
 std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> plugins, const OpRegistry& registry,
-                                             Model model, const SessionOptions& options);
+                                             Model model, const SessionOptions& options,
+                                             const UnloadedHint& unloaded_hint = {});
 
 // Converts a ValueMeta to an oph_value_info (constant may be NULL).
 oph_value_info to_value_info(const ValueMeta& meta, const Tensor* constant, oph_tensor* constant_view);

@@ -4,14 +4,35 @@
 #include "exec/session_impl.hpp"
 #include "exec/thread_pool.hpp"
 #include "model/model.hpp"
+#include "plugins/manifest.hpp"
 #include "plugins/plugin_set.hpp"
 #include "registry/registry.hpp"
 
+#include <spdlog/sinks/stderr_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
 #include <chrono>
+#include <mutex>
 
 namespace ophost {
+
+namespace {
+// Embedders get the host's log on stderr at warn level (or $OPHOST_LOG_LEVEL) unless they set up a logger named
+// "ophost" themselves (the ophost command does).
+void ensure_logging() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (spdlog::get("ophost")) return;
+    auto logger = spdlog::stderr_logger_mt("ophost");
+    logger->set_pattern("[ophost] [%l] %v");
+    const char* env = std::getenv("OPHOST_LOG_LEVEL");
+    logger->set_level(env && *env ? spdlog::level::from_str(env) : spdlog::level::warn);
+    spdlog::set_default_logger(logger);
+  });
+}
+}  // namespace
 
 struct Runtime::Impl {
   std::shared_ptr<PluginSet> plugins;
@@ -21,6 +42,7 @@ struct Runtime::Impl {
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
+  ensure_logging();
   auto t0 = std::chrono::steady_clock::now();
   if (options.intra_op_threads < 0) {
     throw Error(Code::kInvalidArgument, "intra_op_threads must be >= 0 (0 = default), got " +
@@ -79,7 +101,26 @@ std::unique_ptr<Session> Runtime::load(const std::filesystem::path& model, const
   spdlog::info("model: {} (ir_version {}, {} nodes, {} initializers, producer '{}') parsed in {:.1f} ms",
                model.string(), m.ir_version, m.nodes.size(), m.initializers.size(), m.producer_name,
                std::chrono::duration<double, std::milli>(t1 - t0).count());
-  auto impl = build_session(impl_->plugins, impl_->registry, std::move(m), options);
+  // Only on the error path: which plugin that did not load would have served a missing op.
+  auto unloaded = [this](const std::string& domain, const std::string& op, int64_t opset) -> std::string {
+    for (const PluginReport& r : impl_->reports) {
+      if (r.loaded || r.manifest.empty()) continue;
+      try {
+        Manifest mf = read_manifest(r.manifest);
+        for (const ManifestOp& mo : mf.provides.ops) {
+          if (normalize_domain(mo.domain) == domain && mo.name == op && opset >= mo.since_version &&
+              opset <= mo.end_version) {
+            return "plugin '" + r.name + "' (" + r.manifest.string() + ") provides it but was not loaded: " +
+                   r.reason;
+          }
+        }
+      } catch (const std::exception&) {
+        // unreadable manifest: it cannot tell us anything
+      }
+    }
+    return {};
+  };
+  auto impl = build_session(impl_->plugins, impl_->registry, std::move(m), options, unloaded);
   spdlog::info("session prepared in {:.1f} ms",
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
   return std::make_unique<Session>(std::move(impl));
