@@ -8,7 +8,7 @@
 #include "plugins/plugin_set.hpp"
 #include "registry/registry.hpp"
 
-#include <spdlog/sinks/stderr_sinks.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
