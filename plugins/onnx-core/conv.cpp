@@ -1,0 +1,475 @@
+// onnx-core: Conv and ConvTranspose (1-3 spatial dims, float32) through oneDNN.
+//
+// One oneDNN primitive per node and input shape: built at kernel creation when the shapes are known, else at
+// the first compute (cached by input shape). Activations stay in ONNX's plain NC[D]HW layout; constant weights
+// are reordered once into the layout the primitive prefers. For depthwise convolutions the primitive may pick a
+// blocked activation layout too (its jit kernels need one); the activations are then reordered on the way in
+// and out, which still beats the plain-layout fallback by a wide margin.
+//
+// Threads: Debian's oneDNN uses the OpenMP runtime. When the host gives this pack a "threads" config value
+// (config_get(host, "onnx-core", "threads")), every primitive runs with omp_set_num_threads(that) on the calling
+// thread; otherwise oneDNN keeps OpenMP's default (OMP_NUM_THREADS, else one thread per core).
+#include "common.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace onnx_core {
+namespace {
+
+using dnnl::memory;
+using tag = dnnl::memory::format_tag;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+// Threads for oneDNN: the host's config value for this pack, 0 = leave OpenMP's default.
+int dnnl_threads() {
+  static const int n = [] {
+    const oph_host_services* s = oph::services();
+    if (!s || !s->config_get) return 0;
+    const char* v = s->config_get(s->host, "onnx-core", "threads");
+    if (!v || !*v) return 0;
+    int t = std::atoi(v);
+    return t > 0 ? t : 0;
+  }();
+  return n;
+}
+
+// ----- attributes and geometry -----
+
+struct ConvAttrs {
+  bool transpose = false;
+  std::string op;
+  std::string auto_pad;
+  int64_t group = 1;
+  std::vector<int64_t> dilations, kernel_shape, pads, strides, output_padding, output_shape;
+};
+
+ConvAttrs read_conv_attrs(const oph::Attrs& at, bool transpose) {
+  ConvAttrs a;
+  a.transpose = transpose;
+  a.op = transpose ? "ConvTranspose" : "Conv";
+  a.auto_pad = at.get<std::string>("auto_pad");
+  if (a.auto_pad != "NOTSET" && a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER" && a.auto_pad != "VALID")
+    fail(a.op + ": auto_pad '" + a.auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  a.group = at.get<int64_t>("group");
+  if (a.group < 1) fail(a.op + ": group must be >= 1, got " + std::to_string(a.group));
+  auto ints = [&](const char* n) {
+    return at.has(n) ? at.get<std::vector<int64_t>>(n) : std::vector<int64_t>{};
+  };
+  a.dilations = ints("dilations");
+  a.kernel_shape = ints("kernel_shape");
+  a.pads = ints("pads");
+  a.strides = ints("strides");
+  if (transpose) {
+    a.output_padding = ints("output_padding");
+    a.output_shape = ints("output_shape");
+  }
+  for (int64_t d : a.dilations)
+    if (d < 1) fail(a.op + ": dilations must be >= 1");
+  for (int64_t s : a.strides)
+    if (s < 1) fail(a.op + ": strides must be >= 1");
+  for (int64_t p : a.pads)
+    if (p < 0) fail(a.op + ": pads must be >= 0");
+  if (!a.pads.empty() && a.auto_pad != "NOTSET")
+    fail(a.op + ": pads and auto_pad=" + a.auto_pad + " must not both be given");
+  return a;
+}
+
+struct ConvGeom {
+  size_t nsp = 0;
+  int64_t N = 0, C = 0, OC = 0, G = 1;
+  std::vector<int64_t> k, s, d, pb, pe, in, out, outpad;
+  std::vector<int64_t> out_shape;  // full NC... output shape (dims may be unknown at infer)
+};
+
+// Geometry from the input and weight shapes; unknown dims (-1) give unknown output dims.
+ConvGeom conv_geom(const ConvAttrs& a, std::span<const int64_t> x, std::span<const int64_t> w) {
+  const std::string& op = a.op;
+  if (x.size() < 3 || x.size() > 5) fail(op + ": X must have rank 3 to 5 (N, C, 1-3 spatial dims), got " + shape_str(x));
+  if (w.size() != x.size()) fail(op + ": W " + shape_str(w) + " must have the rank of X " + shape_str(x));
+  ConvGeom g;
+  g.nsp = x.size() - 2;
+  const size_t n = g.nsp;
+  auto check_len = [&](const std::vector<int64_t>& v, size_t want, const char* what) {
+    if (!v.empty() && v.size() != want)
+      fail(op + ": " + what + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(want));
+  };
+  check_len(a.dilations, n, "dilations");
+  check_len(a.kernel_shape, n, "kernel_shape");
+  check_len(a.pads, 2 * n, "pads");
+  check_len(a.strides, n, "strides");
+  check_len(a.output_padding, n, "output_padding");
+  check_len(a.output_shape, n, "output_shape");
+  g.G = a.group;
+  g.N = x[0];
+  g.C = x[1];
+  if (!a.transpose) {
+    g.OC = w[0];
+    if (g.C >= 0 && w[1] >= 0 && w[1] * g.G != g.C)
+      fail(op + ": X has " + std::to_string(g.C) + " channels but W " + shape_str(w) + " with group " +
+           std::to_string(g.G) + " expects " + std::to_string(w[1] * g.G));
+    if (g.OC >= 0 && g.OC % g.G != 0) fail(op + ": output channels " + std::to_string(g.OC) + " not divisible by group");
+  } else {
+    if (g.C >= 0 && w[0] >= 0 && w[0] != g.C)
+      fail(op + ": X has " + std::to_string(g.C) + " channels but W " + shape_str(w) + " expects " + std::to_string(w[0]));
+    if (g.C >= 0 && g.C % g.G != 0) fail(op + ": input channels not divisible by group");
+    g.OC = w[1] < 0 ? -1 : w[1] * g.G;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    int64_t k = w[2 + i];
+    if (!a.kernel_shape.empty()) {
+      if (k >= 0 && a.kernel_shape[i] != k) fail(op + ": kernel_shape does not match W " + shape_str(w));
+      k = a.kernel_shape[i];
+    }
+    if (k < 0) fail(op + ": the kernel's spatial size must be known (W " + shape_str(w) + ")");
+    g.k.push_back(k);
+    g.s.push_back(a.strides.empty() ? 1 : a.strides[i]);
+    g.d.push_back(a.dilations.empty() ? 1 : a.dilations[i]);
+    g.in.push_back(x[2 + i]);
+    g.outpad.push_back(a.output_padding.empty() ? 0 : a.output_padding[i]);
+    g.pb.push_back(a.pads.empty() ? 0 : a.pads[i]);
+    g.pe.push_back(a.pads.empty() ? 0 : a.pads[n + i]);
+  }
+  g.out.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t in = g.in[i], ek = (g.k[i] - 1) * g.d[i] + 1, s = g.s[i];
+    if (!a.transpose) {
+      if (in < 0) { g.out[i] = -1; continue; }
+      if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
+        int64_t out = (in + s - 1) / s;
+        int64_t total = std::max<int64_t>(0, (out - 1) * s + ek - in);
+        int64_t small = total / 2, big = total - small;
+        g.pb[i] = a.auto_pad == "SAME_UPPER" ? small : big;
+        g.pe[i] = a.auto_pad == "SAME_UPPER" ? big : small;
+      }
+      int64_t span = in + g.pb[i] + g.pe[i] - ek;
+      if (span < 0)
+        fail(op + ": kernel (extent " + std::to_string(ek) + ") is larger than the padded input " + shape_str(x));
+      g.out[i] = span / s + 1;
+    } else {
+      if (g.outpad[i] < 0 || (g.outpad[i] >= s && g.outpad[i] >= g.d[i]))
+        fail(op + ": output_padding must be smaller than the stride or the dilation");
+      if (in < 0) { g.out[i] = -1; continue; }
+      const int64_t full = s * (in - 1) + g.outpad[i] + ek;
+      if (!a.output_shape.empty() || a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
+        int64_t target = !a.output_shape.empty() ? a.output_shape[i] : in * s;
+        int64_t total = full - target;
+        if (total < 0) fail(op + ": output_shape is larger than the transposed convolution can produce");
+        int64_t small = total / 2, big = total - small;
+        // ONNX: SAME_UPPER puts the smaller half at the start; SAME_LOWER and output_shape the larger.
+        bool upper = a.auto_pad == "SAME_UPPER";
+        g.pb[i] = upper ? small : big;
+        g.pe[i] = upper ? big : small;
+        g.out[i] = target;
+      } else {
+        g.out[i] = full - g.pb[i] - g.pe[i];
+        if (g.out[i] < 1) fail(op + ": the pads leave an empty output");
+      }
+    }
+  }
+  g.out_shape = {g.N, g.OC};
+  g.out_shape.insert(g.out_shape.end(), g.out.begin(), g.out.end());
+  return g;
+}
+
+void conv_infer(oph::InferContext& c, bool transpose) {
+  ConvAttrs a = read_conv_attrs(c.attrs(), transpose);
+  if (c.input_dtype(1) != c.input_dtype(0)) fail(a.op + ": X and W must have the same dtype");
+  if (!c.input_rank_known(0) || !c.input_rank_known(1)) {
+    c.set_output_unknown_rank(0, c.input_dtype(0));
+    return;
+  }
+  ConvGeom g = conv_geom(a, c.input_shape(0), c.input_shape(1));
+  if (c.has_input(2) && c.input_rank_known(2)) {
+    auto b = c.input_shape(2);
+    if (b.size() != 1 || (b[0] >= 0 && g.OC >= 0 && b[0] != g.OC))
+      fail(a.op + ": B must be 1-D with " + std::to_string(g.OC) + " values, got " + shape_str(b));
+  }
+  c.set_output(0, c.input_dtype(0), g.out_shape);
+}
+
+// ----- oneDNN primitive -----
+
+memory::dims to_dims(std::span<const int64_t> v) { return memory::dims(v.begin(), v.end()); }
+
+tag plain_tag(size_t nsp) { return nsp == 1 ? tag::ncw : nsp == 2 ? tag::nchw : tag::ncdhw; }
+
+// Plain ONNX weight layout as a oneDNN descriptor.
+memory::desc onnx_weights_md(const ConvGeom& g, bool transpose) {
+  const size_t n = g.nsp;
+  const int64_t ICg = g.C / g.G, OCg = g.OC / g.G;
+  memory::dims dims;
+  if (g.G > 1) dims.push_back(g.G);
+  dims.push_back(g.G > 1 ? OCg : g.OC);
+  dims.push_back(g.G > 1 ? ICg : g.C);
+  dims.insert(dims.end(), g.k.begin(), g.k.end());
+  tag t;
+  if (!transpose) {
+    // ONNX Conv W: [OC, IC/G, k...] == [G, OC/G, IC/G, k...]
+    if (g.G > 1) t = n == 1 ? tag::goiw : n == 2 ? tag::goihw : tag::goidhw;
+    else t = n == 1 ? tag::oiw : n == 2 ? tag::oihw : tag::oidhw;
+  } else {
+    // ONNX ConvTranspose W: [IC, OC/G, k...] == [G, IC/G, OC/G, k...]: i before o.
+    if (g.G > 1) t = n == 1 ? tag::acbd : n == 2 ? tag::giohw : tag::giodhw;
+    else t = n == 1 ? tag::bac : n == 2 ? tag::iohw : tag::iodhw;
+  }
+  return memory::desc(dims, memory::data_type::f32, t);
+}
+
+struct Prim {
+  ConvGeom g;
+  dnnl::primitive prim;
+  memory::desc user_src, user_dst, src_md, dst_md, wei_md, user_wei, bias_md;
+  bool reorder_src = false, reorder_dst = false, has_bias = false;
+  dnnl::reorder src_r, dst_r, wei_r;
+  memory wei;  // reordered constant weights (empty when weights are not constant)
+  size_t scratch_bytes = 0, src_bytes = 0, dst_bytes = 0;
+};
+
+struct Scratch {
+  std::vector<char> buf;
+  char* get(size_t bytes) {
+    if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+    return reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+  }
+};
+
+class ConvKernel {
+ public:
+  ConvKernel(const oph::KernelInit& init, bool transpose) : a_(read_conv_attrs(init.attrs(), transpose)) {
+    threads_ = dnnl_threads();
+    if (init.num_inputs() > 1 && init.input(1).constant) {
+      const oph_tensor* t = init.input(1).constant;
+      if (!(t->dtype == f32)) fail(a_.op + ": W must be float32");
+      const float* p = reinterpret_cast<const float*>(static_cast<const char*>(t->data) + t->byte_offset);
+      const_w_.assign(p, p + oph::numel({t->shape, static_cast<size_t>(t->ndim)}));
+      const_w_shape_.assign(t->shape, t->shape + t->ndim);
+    }
+    if (init.num_inputs() > 2 && init.input(2).present && init.input(2).constant) {
+      const oph_tensor* t = init.input(2).constant;
+      if (!(t->dtype == f32)) fail(a_.op + ": B must be float32");
+      const float* p = reinterpret_cast<const float*>(static_cast<const char*>(t->data) + t->byte_offset);
+      const_b_.assign(p, p + oph::numel({t->shape, static_cast<size_t>(t->ndim)}));
+      has_const_b_ = true;
+    }
+    const oph_value_info& x = init.input(0);
+    if (!const_w_.empty() && x.ndim >= 3 && all_known({x.shape, static_cast<size_t>(x.ndim)})) {
+      bool bias = init.num_inputs() > 2 && init.input(2).present;
+      std::vector<int64_t> key(x.shape, x.shape + x.ndim);
+      key.push_back(bias);
+      cache_[key] = build(key, const_w_shape_, bias);
+    }
+  }
+
+  void compute(oph::KernelContext& ctx) {
+    const std::string& op = a_.op;
+    oph::TensorRef x = input(ctx, 0, op), w = input(ctx, 1, op);
+    if (!(x.dtype() == f32) || !(w.dtype() == f32)) fail(op + ": only float32 is supported", OPH_CODE_UNIMPLEMENTED);
+    oph::TensorRef b = ctx.input(2);
+    if (b.present()) check_compact(b, op);
+    std::vector<int64_t> key(x.shape().begin(), x.shape().end());
+    key.push_back(b.present());
+    std::shared_ptr<const Prim> p;
+    const bool const_w = !const_w_.empty();
+    if (!const_w) key.insert(key.end(), w.shape().begin(), w.shape().end());
+    {
+      std::lock_guard lock(mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) p = it->second;
+    }
+    if (!p) {
+      std::vector<int64_t> xs(x.shape().begin(), x.shape().end());
+      xs.push_back(b.present());
+      auto built = build(xs, const_w ? const_w_shape_ : std::vector<int64_t>(w.shape().begin(), w.shape().end()),
+                         b.present());
+      std::lock_guard lock(mu_);
+      if (cache_.size() > 16) cache_.clear();  // dynamic shapes: keep the cache bounded
+      p = cache_.emplace(key, built).first->second;
+    }
+    oph::TensorRef y = ensure_output(ctx, 0, p->g.out_shape, op);
+    if (!y.present()) return;
+    if (b.present() && (b.ndim() != 1 || b.shape()[0] != p->g.OC))
+      fail(op + ": B must have shape [" + std::to_string(p->g.OC) + "], got " + shape_str(b.shape()));
+    if (oph::numel(p->g.out_shape) == 0) return;
+    run(*p, x.data(), w.data(), b.present() ? b.data() : nullptr, y.data());
+  }
+
+ private:
+  std::shared_ptr<const Prim> build(const std::vector<int64_t>& key, const std::vector<int64_t>& wshape, bool bias) {
+    std::span<const int64_t> xs(key.data(), key.size() - 1);
+    auto p = std::make_shared<Prim>();
+    p->g = conv_geom(a_, xs, wshape);
+    const ConvGeom& g = p->g;
+    const size_t n = g.nsp;
+    auto& eng = cpu_engine();
+    const tag pt = plain_tag(n);
+    memory::dims src_dims = to_dims(xs), dst_dims = to_dims(g.out_shape);
+    p->user_src = memory::desc(src_dims, memory::data_type::f32, pt);
+    p->user_dst = memory::desc(dst_dims, memory::data_type::f32, pt);
+    p->user_wei = onnx_weights_md(g, a_.transpose);
+    p->has_bias = bias;
+    p->bias_md = memory::desc({g.OC}, memory::data_type::f32, tag::x);
+    memory::dims strides = to_dims(g.s), dil, pl = to_dims(g.pb), pr = to_dims(g.pe);
+    for (int64_t d : g.d) dil.push_back(d - 1);
+    if (a_.transpose)
+      for (size_t i = 0; i < n; ++i) pr[i] -= g.outpad[i];  // output_padding: extra rows at the end
+    // Depthwise: the jit kernels want blocked (or channels-last) activations; let oneDNN choose there.
+    const bool depthwise = !a_.transpose && g.G > 1 && g.G == g.C && g.G == g.OC;
+    memory::desc src_any = depthwise ? memory::desc(src_dims, memory::data_type::f32, tag::any) : p->user_src;
+    memory::desc dst_any = depthwise ? memory::desc(dst_dims, memory::data_type::f32, tag::any) : p->user_dst;
+    memory::desc wei_any(p->user_wei.dims(), memory::data_type::f32, tag::any);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    try {
+      if (!a_.transpose) {
+        auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                         dnnl::algorithm::convolution_direct, src_any, wei_any,
+                                                         p->bias_md, dst_any, strides, dil, pl, pr)
+                      : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                         dnnl::algorithm::convolution_direct, src_any, wei_any,
+                                                         dst_any, strides, dil, pl, pr);
+        dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+        p->src_md = pd.src_desc();
+        p->dst_md = pd.dst_desc();
+        p->wei_md = pd.weights_desc();
+        p->scratch_bytes = pd.scratchpad_desc().get_size();
+        p->prim = dnnl::convolution_forward(pd);
+      } else {
+        auto d = bias ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                           dnnl::algorithm::deconvolution_direct, p->user_src, wei_any,
+                                                           p->bias_md, p->user_dst, strides, dil, pl, pr)
+                      : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                           dnnl::algorithm::deconvolution_direct, p->user_src, wei_any,
+                                                           p->user_dst, strides, dil, pl, pr);
+        dnnl::deconvolution_forward::primitive_desc pd(d, attr, eng);
+        p->src_md = pd.src_desc();
+        p->dst_md = pd.dst_desc();
+        p->wei_md = pd.weights_desc();
+        p->scratch_bytes = pd.scratchpad_desc().get_size();
+        p->prim = dnnl::deconvolution_forward(pd);
+      }
+    } catch (const dnnl::error& e) {
+      fail(a_.op + ": oneDNN cannot build this convolution (X " + shape_str(xs) + ", W " + shape_str(wshape) +
+               "): " + e.what(),
+           OPH_CODE_UNIMPLEMENTED);
+    }
+    p->reorder_src = p->src_md != p->user_src;
+    p->reorder_dst = p->dst_md != p->user_dst;
+    if (p->reorder_src) {
+      p->src_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_src, eng, p->src_md));
+      p->src_bytes = p->src_md.get_size();
+    }
+    if (p->reorder_dst) {
+      p->dst_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->dst_md, eng, p->user_dst));
+      p->dst_bytes = p->dst_md.get_size();
+    }
+    if (p->wei_md != p->user_wei) p->wei_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_wei, eng, p->wei_md));
+    if (!const_w_.empty()) {
+      // Constant weights: reorder once into the primitive's layout.
+      if (oph::numel(wshape) != const_w_.size()) fail(a_.op + ": W shape mismatch", OPH_CODE_INTERNAL);
+      p->wei = memory(p->wei_md, eng);
+      memory user(p->user_wei, eng, const_cast<float*>(const_w_.data()));
+      if (p->wei_md != p->user_wei) {
+        dnnl::stream s(eng);
+        p->wei_r.execute(s, user, p->wei);
+        s.wait();
+      } else {
+        std::memcpy(p->wei.get_data_handle(), const_w_.data(), const_w_.size() * sizeof(float));
+      }
+    }
+    return p;
+  }
+
+  void run(const Prim& p, void* x, void* w, void* b, void* y) const {
+    auto& eng = cpu_engine();
+    thread_local dnnl::stream stream(eng);
+    thread_local Scratch scratch, src_buf, dst_buf, wei_buf;
+    if (threads_ > 0) omp_set_num_threads(threads_);
+    memory user_src(p.user_src, eng, x), user_dst(p.user_dst, eng, y);
+    memory src = user_src, dst = user_dst;
+    if (p.reorder_src) {
+      src = memory(p.src_md, eng, src_buf.get(p.src_bytes));
+      p.src_r.execute(stream, user_src, src);
+    }
+    if (p.reorder_dst) dst = memory(p.dst_md, eng, dst_buf.get(p.dst_bytes));
+    memory wei = p.wei;
+    if (!wei) {
+      memory user(p.user_wei, eng, w);
+      if (p.wei_md != p.user_wei) {
+        wei = memory(p.wei_md, eng, wei_buf.get(p.wei_md.get_size()));
+        p.wei_r.execute(stream, user, wei);
+      } else {
+        wei = user;
+      }
+    }
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+    if (p.has_bias) {
+      void* bp = has_const_b_ ? const_cast<float*>(const_b_.data()) : b;
+      args.emplace(DNNL_ARG_BIAS, memory(p.bias_md, eng, bp));
+    }
+    if (p.scratch_bytes) {
+      args.emplace(DNNL_ARG_SCRATCHPAD,
+                   memory(memory::desc({static_cast<memory::dim>(p.scratch_bytes)}, memory::data_type::u8, tag::x), eng,
+                          scratch.get(p.scratch_bytes)));
+    }
+    p.prim.execute(stream, args);
+    if (p.reorder_dst) p.dst_r.execute(stream, dst, user_dst);
+    stream.wait();
+  }
+
+  ConvAttrs a_;
+  int threads_ = 0;
+  std::vector<float> const_w_, const_b_;
+  std::vector<int64_t> const_w_shape_;
+  bool has_const_b_ = false;
+  std::mutex mu_;
+  std::map<std::vector<int64_t>, std::shared_ptr<const Prim>> cache_;
+};
+
+struct ConvK : ConvKernel {
+  explicit ConvK(const oph::KernelInit& i) : ConvKernel(i, false) {}
+};
+struct ConvTransposeK : ConvKernel {
+  explicit ConvTransposeK(const oph::KernelInit& i) : ConvKernel(i, true) {}
+};
+
+void register_conv(oph::Pack& pack) {
+  auto common = [](oph::OpBuilder& b) -> oph::OpBuilder& {
+    return b.input("X", "T")
+        .input("W", "T")
+        .optional_input("B", "T")
+        .output("Y", "T")
+        .types("T", {f32})
+        .attr("auto_pad", std::string("NOTSET"))
+        .optional_attr("dilations", OPH_ATTR_INTS)
+        .attr("group", int64_t{1})
+        .optional_attr("kernel_shape", OPH_ATTR_INTS)
+        .optional_attr("pads", OPH_ATTR_INTS)
+        .optional_attr("strides", OPH_ATTR_INTS);
+  };
+  {  // same attributes in every opset (1, 11)
+    common(pack.op(kDomain, "Conv").versions(1, OPH_OPSET_MAX).doc("N-d convolution (oneDNN), float32"))
+        .infer([](oph::InferContext& c) { conv_infer(c, false); })
+        .kernel<ConvK>();
+    common(pack.op(kDomain, "ConvTranspose").versions(1, OPH_OPSET_MAX).doc("N-d transposed convolution (oneDNN), float32"))
+        .optional_attr("output_padding", OPH_ATTR_INTS)
+        .optional_attr("output_shape", OPH_ATTR_INTS)
+        .infer([](oph::InferContext& c) { conv_infer(c, true); })
+        .kernel<ConvTransposeK>();
+  }
+}
+
+}  // namespace
+
+static const Family kFamily("conv", &register_conv);
+
+}  // namespace onnx_core

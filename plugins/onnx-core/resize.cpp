@@ -1,0 +1,455 @@
+// onnx-core: Resize (opsets 10, 11-12, 13-17, 18, 19+): modes nearest and linear (N-linear, any rank), every
+// coordinate_transformation_mode and nearest_mode; axes and keep_aspect_ratio_policy (18+). Coordinates are
+// computed in float, as ONNX Runtime does, so that nearest-neighbour picks agree at the rounding edges.
+#include "common.hpp"
+
+#include <cmath>
+
+namespace onnx_core {
+namespace {
+
+enum class Mode { kNearest, kLinear };
+enum class Ctm { kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNn, kTfCropAndResize };
+enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
+enum class Aspect { kStretch, kNotLarger, kNotSmaller };
+
+struct ResizeAttrs {
+  int version = 11;
+  Mode mode = Mode::kNearest;
+  Ctm ctm = Ctm::kHalfPixel;
+  Nearest nearest = Nearest::kRoundPreferFloor;
+  Aspect aspect = Aspect::kStretch;
+  float extrapolation = 0.f;
+  std::vector<int64_t> axes;
+};
+
+ResizeAttrs read_resize_attrs(const oph::Attrs& at, int version) {
+  ResizeAttrs a;
+  a.version = version;
+  const std::string op = "Resize";
+  std::string mode = at.get<std::string>("mode");
+  if (mode == "nearest") a.mode = Mode::kNearest;
+  else if (mode == "linear") a.mode = Mode::kLinear;
+  else if (mode == "cubic") fail(op + ": mode 'cubic' is not supported by onnx-core (nearest and linear are)", OPH_CODE_UNIMPLEMENTED);
+  else fail(op + ": mode '" + mode + "' is not one of nearest, linear, cubic");
+  if (version < 11) {
+    // Opset 10 behaves like Upsample: asymmetric coordinates; nearest truncates (rounds up when downsampling,
+    // like ONNX Runtime).
+    a.ctm = Ctm::kAsymmetric;
+    a.nearest = Nearest::kSimple;
+    return a;
+  }
+  std::string ctm = at.get<std::string>("coordinate_transformation_mode");
+  if (ctm == "half_pixel") a.ctm = Ctm::kHalfPixel;
+  else if (ctm == "half_pixel_symmetric" && version >= 19) a.ctm = Ctm::kHalfPixelSymmetric;
+  else if (ctm == "pytorch_half_pixel") a.ctm = Ctm::kPytorchHalfPixel;
+  else if (ctm == "align_corners") a.ctm = Ctm::kAlignCorners;
+  else if (ctm == "asymmetric") a.ctm = Ctm::kAsymmetric;
+  else if (ctm == "tf_half_pixel_for_nn" && version < 13) a.ctm = Ctm::kTfHalfPixelForNn;
+  else if (ctm == "tf_crop_and_resize") a.ctm = Ctm::kTfCropAndResize;
+  else fail(op + ": coordinate_transformation_mode '" + ctm + "' is not valid in opset " + std::to_string(version));
+  std::string nm = at.get<std::string>("nearest_mode");
+  if (nm == "round_prefer_floor") a.nearest = Nearest::kRoundPreferFloor;
+  else if (nm == "round_prefer_ceil") a.nearest = Nearest::kRoundPreferCeil;
+  else if (nm == "floor") a.nearest = Nearest::kFloor;
+  else if (nm == "ceil") a.nearest = Nearest::kCeil;
+  else fail(op + ": nearest_mode '" + nm + "' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil");
+  a.extrapolation = at.get<float>("extrapolation_value");
+  int64_t exclude = at.get<int64_t>("exclude_outside");
+  if (exclude != 0 && exclude != 1) fail(op + ": exclude_outside must be 0 or 1");
+  (void)at.get<float>("cubic_coeff_a");  // only used by cubic
+  if (version >= 18) {
+    if (at.get<int64_t>("antialias") != 0 && a.mode != Mode::kNearest)
+      fail(op + ": antialias=1 is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
+    std::string k = at.get<std::string>("keep_aspect_ratio_policy");
+    if (k == "stretch") a.aspect = Aspect::kStretch;
+    else if (k == "not_larger") a.aspect = Aspect::kNotLarger;
+    else if (k == "not_smaller") a.aspect = Aspect::kNotSmaller;
+    else fail(op + ": keep_aspect_ratio_policy '" + k + "' is not one of stretch, not_larger, not_smaller");
+    if (at.has("axes")) a.axes = at.get<std::vector<int64_t>>("axes");
+  }
+  return a;
+}
+
+std::vector<float> read_float_tensor(const oph_tensor* t, const char* what) {
+  if (!(t->dtype == f32) && !(t->dtype == f64) && !(t->dtype == f16))
+    fail(std::string("Resize: ") + what + " must be float, got " + oph::dtype_name(t->dtype));
+  size_t n = oph::numel({t->shape, static_cast<size_t>(t->ndim)});
+  const char* base = static_cast<const char*>(t->data) + t->byte_offset;
+  std::vector<float> v(n);
+  if (t->dtype == f32) std::memcpy(v.data(), base, n * sizeof(float));
+  else if (t->dtype == f64)
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(reinterpret_cast<const double*>(base)[i]);
+  else fail(std::string("Resize: float16 ") + what + " is not supported", OPH_CODE_UNIMPLEMENTED);
+  return v;
+}
+
+// Resolved per-axis plan: output dims, scales and roi for every axis of X.
+struct ResizePlan {
+  std::vector<int64_t> out;
+  std::vector<float> scales, roi_start, roi_end;
+};
+
+// in: X's shape (known). roi/scales/sizes: host tensors or NULL. Returns the plan (output dims from sizes or
+// scales).
+ResizePlan resize_plan(const ResizeAttrs& a, std::span<const int64_t> in, const oph_tensor* roi, const oph_tensor* scales,
+                       const oph_tensor* sizes) {
+  const std::string op = "Resize";
+  const size_t r = in.size();
+  std::vector<int64_t> axes = a.axes;
+  if (axes.empty())
+    for (size_t i = 0; i < r; ++i) axes.push_back(static_cast<int64_t>(i));
+  for (auto& ax : axes) ax = normalize_axis(ax, static_cast<int64_t>(r), true, op, "axes value");
+  for (size_t i = 0; i < axes.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (axes[i] == axes[j]) fail(op + ": axes has a repeated axis");
+  const size_t na = axes.size();
+  ResizePlan p;
+  p.out.assign(in.begin(), in.end());
+  p.scales.assign(r, 1.f);
+  p.roi_start.assign(r, 0.f);
+  p.roi_end.assign(r, 1.f);
+  if (roi && a.ctm == Ctm::kTfCropAndResize) {
+    std::vector<float> rv = read_float_tensor(roi, "roi");
+    if (rv.size() != 2 * na) fail(op + ": roi must have 2 * " + std::to_string(na) + " values, got " + std::to_string(rv.size()));
+    for (size_t i = 0; i < na; ++i) {
+      p.roi_start[axes[i]] = rv[i];
+      p.roi_end[axes[i]] = rv[na + i];
+    }
+  }
+  const bool has_scales = scales && oph::numel({scales->shape, static_cast<size_t>(scales->ndim)}) > 0;
+  const bool has_sizes = sizes && oph::numel({sizes->shape, static_cast<size_t>(sizes->ndim)}) > 0;
+  if (has_scales == has_sizes) fail(op + ": exactly one of scales and sizes must be given (non-empty)");
+  if (has_scales) {
+    std::vector<float> sv = read_float_tensor(scales, "scales");
+    if (sv.size() != na) fail(op + ": scales must have " + std::to_string(na) + " values, got " + std::to_string(sv.size()));
+    for (size_t i = 0; i < na; ++i) {
+      if (!(sv[i] > 0)) fail(op + ": scales must be positive");
+      const size_t ax = axes[i];
+      p.scales[ax] = sv[i];
+      float len = static_cast<float>(in[ax]);
+      if (a.ctm == Ctm::kTfCropAndResize) len *= p.roi_end[ax] - p.roi_start[ax];
+      p.out[ax] = static_cast<int64_t>(std::floor(len * sv[i]));
+    }
+  } else {
+    std::vector<int64_t> sz = read_ints(sizes, op, "sizes");
+    if (sz.size() != na) fail(op + ": sizes must have " + std::to_string(na) + " values, got " + std::to_string(sz.size()));
+    for (int64_t s : sz)
+      if (s < 0) fail(op + ": sizes must be >= 0");
+    if (a.aspect == Aspect::kStretch) {
+      for (size_t i = 0; i < na; ++i) {
+        const size_t ax = axes[i];
+        p.out[ax] = sz[i];
+        p.scales[ax] = in[ax] ? static_cast<float>(sz[i]) / static_cast<float>(in[ax]) : 1.f;
+      }
+    } else {
+      float s = a.aspect == Aspect::kNotLarger ? std::numeric_limits<float>::max() : std::numeric_limits<float>::lowest();
+      for (size_t i = 0; i < na; ++i) {
+        float si = static_cast<float>(sz[i]) / static_cast<float>(in[axes[i]]);
+        s = a.aspect == Aspect::kNotLarger ? std::min(s, si) : std::max(s, si);
+      }
+      for (size_t i = 0; i < na; ++i) {
+        const size_t ax = axes[i];
+        p.scales[ax] = s;
+        p.out[ax] = static_cast<int64_t>(std::round(static_cast<float>(in[ax]) * s));
+      }
+    }
+  }
+  return p;
+}
+
+// The input tensors (roi, scales, sizes) per version: opset 10 has (X, scales).
+struct ResizeInputs {
+  const oph_tensor *roi = nullptr, *scales = nullptr, *sizes = nullptr;
+};
+
+void resize_infer(oph::InferContext& c, int version) {
+  ResizeAttrs a = read_resize_attrs(c.attrs(), version);
+  oph_dtype dt = c.input_dtype(0);
+  if (!c.input_rank_known(0)) {
+    c.set_output_unknown_rank(0, dt);
+    return;
+  }
+  auto xs = c.input_shape(0);
+  for (int64_t ax : a.axes) normalize_axis(ax, static_cast<int64_t>(xs.size()), true, "Resize", "axes value");
+  ResizeInputs in;
+  bool all_const = true;
+  auto take = [&](size_t i, const oph_tensor*& dst) {
+    if (!c.has_input(i)) return;
+    dst = c.input_constant(i);
+    if (!dst) {
+      // Non-constant: empty tensors count as absent only when their shape says so.
+      if (!(c.input_rank_known(i) && product_or_unknown(c.input_shape(i)) == 0)) all_const = false;
+    }
+  };
+  if (version < 11) {
+    take(1, in.scales);
+  } else {
+    take(1, in.roi);
+    take(2, in.scales);
+    take(3, in.sizes);
+  }
+  if (!all_const || !all_known(xs)) {
+    std::vector<int64_t> out(xs.begin(), xs.end());
+    std::vector<int64_t> axes = a.axes;
+    if (axes.empty())
+      for (size_t i = 0; i < xs.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    for (int64_t ax : axes) out[ax < 0 ? ax + xs.size() : ax] = OPH_DIM_UNKNOWN;
+    c.set_output(0, dt, out);
+    return;
+  }
+  c.set_output(0, dt, resize_plan(a, xs, in.roi, in.scales, in.sizes).out);
+}
+
+// Source coordinate of output index x on one axis.
+inline float source_coord(Ctm ctm, float x, float scale, int64_t len_in, int64_t len_out, float roi_start, float roi_end) {
+  switch (ctm) {
+    case Ctm::kHalfPixel: return (x + 0.5f) / scale - 0.5f;
+    case Ctm::kHalfPixelSymmetric: {
+      float adj = static_cast<float>(len_out) / (scale * static_cast<float>(len_in));
+      float center = static_cast<float>(len_in) / 2;
+      float offset = center * (1 - adj);
+      return offset + (x + 0.5f) / scale - 0.5f;
+    }
+    case Ctm::kPytorchHalfPixel: return len_out > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
+    case Ctm::kAlignCorners:
+      return len_out == 1 ? 0.f : x * static_cast<float>(len_in - 1) / static_cast<float>(len_out - 1);
+    case Ctm::kAsymmetric: return x / scale;
+    case Ctm::kTfHalfPixelForNn: return (x + 0.5f) / scale;
+    case Ctm::kTfCropAndResize:
+      return len_out > 1 ? roi_start * static_cast<float>(len_in - 1) +
+                               x * (roi_end - roi_start) * static_cast<float>(len_in - 1) / static_cast<float>(len_out - 1)
+                         : 0.5f * (roi_start + roi_end) * static_cast<float>(len_in - 1);
+  }
+  return 0.f;
+}
+
+inline int64_t nearest_index(Nearest m, float v, float scale) {
+  switch (m) {
+    case Nearest::kRoundPreferFloor:
+      return v == std::floor(v) + 0.5f ? static_cast<int64_t>(std::floor(v)) : static_cast<int64_t>(std::round(v));
+    case Nearest::kRoundPreferCeil: return static_cast<int64_t>(std::round(v));  // ties away from zero == up for v >= 0
+    case Nearest::kFloor: return static_cast<int64_t>(std::floor(v));
+    case Nearest::kCeil: return static_cast<int64_t>(std::ceil(v));
+    case Nearest::kSimple: return scale < 1.f ? static_cast<int64_t>(std::ceil(v)) : static_cast<int64_t>(v);
+  }
+  return 0;
+}
+
+// Per-axis taps: for each output index, up to two (input index, weight) pairs; `outside` marks extrapolation.
+struct AxisTaps {
+  std::vector<int64_t> i0, i1;
+  std::vector<float> w0, w1;
+  std::vector<uint8_t> outside;
+  bool identity = false;  // out == in and the mapping is the identity
+};
+
+AxisTaps axis_taps(const ResizeAttrs& a, int64_t len_in, int64_t len_out, float scale, float rs, float re) {
+  AxisTaps t;
+  t.i0.resize(len_out);
+  t.i1.resize(len_out);
+  t.w0.resize(len_out);
+  t.w1.resize(len_out);
+  t.outside.assign(len_out, 0);
+  bool ident = len_in == len_out;
+  for (int64_t o = 0; o < len_out; ++o) {
+    float v = source_coord(a.ctm, static_cast<float>(o), scale, len_in, len_out, rs, re);
+    if (a.ctm == Ctm::kTfCropAndResize && (v < 0 || v > static_cast<float>(len_in - 1))) {
+      t.outside[o] = 1;
+      t.i0[o] = t.i1[o] = 0;
+      t.w0[o] = 1;
+      t.w1[o] = 0;
+      ident = false;
+      continue;
+    }
+    if (a.mode == Mode::kNearest) {
+      int64_t i = nearest_index(a.nearest, v, scale);
+      i = std::clamp<int64_t>(i, 0, len_in - 1);
+      t.i0[o] = t.i1[o] = i;
+      t.w0[o] = 1;
+      t.w1[o] = 0;
+    } else {
+      v = std::clamp(v, 0.f, static_cast<float>(len_in - 1));
+      int64_t x0 = std::min<int64_t>(static_cast<int64_t>(v), len_in - 1);
+      int64_t x1 = std::min<int64_t>(x0 + 1, len_in - 1);
+      float d = v - static_cast<float>(x0);
+      t.i0[o] = x0;
+      t.i1[o] = x1;
+      t.w0[o] = 1 - d;
+      t.w1[o] = d;
+      if (x0 == x1) {
+        t.w0[o] = 1;
+        t.w1[o] = 0;
+      }
+    }
+    if (t.i0[o] != o || t.w0[o] != 1) ident = false;
+  }
+  t.identity = ident;
+  return t;
+}
+
+template <class T>
+void resize_run(const oph::KernelContext& ctx, const ResizeAttrs& a, const ResizePlan& p, std::span<const int64_t> in,
+                const T* x, T* y) {
+  const size_t r = in.size();
+  if (r == 0) {
+    y[0] = x[0];
+    return;
+  }
+  std::vector<AxisTaps> taps(r);
+  for (size_t k = 0; k < r; ++k) taps[k] = axis_taps(a, in[k], p.out[k], p.scales[k], p.roi_start[k], p.roi_end[k]);
+  std::vector<int64_t> istride(r);
+  int64_t acc = 1;
+  for (size_t k = r; k-- > 0;) {
+    istride[k] = acc;
+    acc *= in[k];
+  }
+  const int64_t W = p.out[r - 1];
+  const size_t rows = oph::numel(std::span<const int64_t>(p.out).first(r - 1));
+  const T extra = static_cast<T>(a.extrapolation);
+  const AxisTaps& last = taps[r - 1];
+  const bool nearest = a.mode == Mode::kNearest;
+  ctx.parallel_for(rows, std::max<size_t>(1, kGrain / std::max<int64_t>(W, 1)), [&](size_t lo, size_t hi) {
+    std::vector<int64_t> offs;
+    std::vector<float> wts;
+    for (size_t row = lo; row < hi; ++row) {
+      // Outer axes: the set of (input offset, weight) corners of this row.
+      offs.assign(1, 0);
+      wts.assign(1, 1.f);
+      bool outside = false;
+      size_t rem = row;
+      std::vector<int64_t> idx(r - 1);
+      for (size_t k = r - 1; k-- > 0;) {
+        idx[k] = static_cast<int64_t>(rem % static_cast<size_t>(p.out[k]));
+        rem /= static_cast<size_t>(p.out[k]);
+      }
+      for (size_t k = 0; k + 1 < r; ++k) {
+        const AxisTaps& t = taps[k];
+        const int64_t o = idx[k];
+        if (t.outside[o]) outside = true;
+        if (t.w1[o] == 0) {
+          for (auto& off : offs) off += t.i0[o] * istride[k];
+        } else {
+          size_t n = offs.size();
+          for (size_t j = 0; j < n; ++j) {
+            offs.push_back(offs[j] + t.i1[o] * istride[k]);
+            wts.push_back(wts[j] * t.w1[o]);
+            offs[j] += t.i0[o] * istride[k];
+            wts[j] *= t.w0[o];
+          }
+        }
+      }
+      T* yr = y + row * W;
+      if (outside) {
+        for (int64_t o = 0; o < W; ++o) yr[o] = extra;
+        continue;
+      }
+      if (nearest) {
+        const T* xr = x + offs[0];
+        const int64_t* ii = last.i0.data();
+        for (int64_t o = 0; o < W; ++o) yr[o] = xr[ii[o]];
+      } else {
+        for (int64_t o = 0; o < W; ++o) {
+          float s = 0;
+          for (size_t j = 0; j < offs.size(); ++j) {
+            const T* xr = x + offs[j];
+            s += wts[j] * (last.w0[o] * static_cast<float>(xr[last.i0[o]]) + last.w1[o] * static_cast<float>(xr[last.i1[o]]));
+          }
+          yr[o] = static_cast<T>(s);
+        }
+      }
+      for (int64_t o = 0; o < W; ++o)
+        if (last.outside[o]) yr[o] = extra;
+    }
+  });
+}
+
+template <int kVersion>
+struct ResizeKernel {
+  ResizeAttrs a;
+  explicit ResizeKernel(const oph::KernelInit& init) : a(read_resize_attrs(init.attrs(), kVersion)) {}
+  void compute(oph::KernelContext& ctx) {
+    const std::string op = "Resize";
+    oph::TensorRef x = input(ctx, 0, op);
+    auto xs = x.shape();
+    ResizeInputs in;
+    auto raw = [&](size_t i) -> const oph_tensor* {
+      oph::TensorRef t = ctx.input(i);
+      return t.present() ? t.raw() : nullptr;
+    };
+    if (kVersion < 11) {
+      in.scales = raw(1);
+    } else {
+      in.roi = raw(1);
+      in.scales = raw(2);
+      in.sizes = raw(3);
+    }
+    ResizePlan p = resize_plan(a, xs, in.roi, in.scales, in.sizes);
+    oph::TensorRef y = ensure_output(ctx, 0, p.out, op);
+    if (!y.present() || y.size() == 0) return;
+    if (x.size() == 0) fail(op + ": cannot resize an empty input to a non-empty output");
+    oph_dtype dt = x.dtype();
+    if (dt == f32) resize_run<float>(ctx, a, p, xs, static_cast<const float*>(x.data()), static_cast<float*>(y.data()));
+    else if (dt == f64) resize_run<double>(ctx, a, p, xs, static_cast<const double*>(x.data()), static_cast<double*>(y.data()));
+    else if (dt == u8 && a.mode == Mode::kNearest)
+      resize_run<uint8_t>(ctx, a, p, xs, static_cast<const uint8_t*>(x.data()), static_cast<uint8_t*>(y.data()));
+    else if (dt == i8 && a.mode == Mode::kNearest)
+      resize_run<int8_t>(ctx, a, p, xs, static_cast<const int8_t*>(x.data()), static_cast<int8_t*>(y.data()));
+    else if (dt == i32 && a.mode == Mode::kNearest)
+      resize_run<int32_t>(ctx, a, p, xs, static_cast<const int32_t*>(x.data()), static_cast<int32_t*>(y.data()));
+    else if (dt == i64 && a.mode == Mode::kNearest)
+      resize_run<int64_t>(ctx, a, p, xs, static_cast<const int64_t*>(x.data()), static_cast<int64_t*>(y.data()));
+    else fail(op + ": dtype " + oph::dtype_name(dt) + " is not supported for this mode", OPH_CODE_UNIMPLEMENTED);
+  }
+};
+
+template <int kVersion>
+void add_resize(oph::Pack& pack, int since, int until) {
+  auto& b = pack.op(kDomain, "Resize").versions(since, until).doc("resize: nearest and linear interpolation");
+  b.input("X", "T1", OPH_ARITY_SINGLE);
+  if (kVersion < 11) {
+    b.input("scales", "T2", OPH_ARITY_SINGLE, OPH_MEMORY_HOST);
+  } else if (kVersion < 13) {
+    b.input("roi", "T2", OPH_ARITY_SINGLE, OPH_MEMORY_HOST)
+        .input("scales", "T3", OPH_ARITY_SINGLE, OPH_MEMORY_HOST)
+        .input("sizes", "T4", OPH_ARITY_OPTIONAL, OPH_MEMORY_HOST);
+  } else {
+    b.input("roi", "T2", OPH_ARITY_OPTIONAL, OPH_MEMORY_HOST)
+        .input("scales", "T3", OPH_ARITY_OPTIONAL, OPH_MEMORY_HOST)
+        .input("sizes", "T4", OPH_ARITY_OPTIONAL, OPH_MEMORY_HOST);
+  }
+  b.output("Y", "T1");
+  if (kVersion >= 18) b.attr("antialias", int64_t{0}).optional_attr("axes", OPH_ATTR_INTS);
+  if (kVersion >= 11) {
+    b.attr("coordinate_transformation_mode", std::string("half_pixel"))
+        .attr("cubic_coeff_a", -0.75f)
+        .attr("exclude_outside", int64_t{0})
+        .attr("extrapolation_value", 0.0f);
+  }
+  if (kVersion >= 18) b.attr("keep_aspect_ratio_policy", std::string("stretch"));
+  b.attr("mode", std::string("nearest"));
+  if (kVersion >= 11) b.attr("nearest_mode", std::string("round_prefer_floor"));
+  b.infer([](oph::InferContext& c) { resize_infer(c, kVersion); }).template kernel<ResizeKernel<kVersion>>();
+  add_types(b, "T1", {f32, f64, i8, u8, i32, i64});
+  if (kVersion < 11) {
+    add_types(b, "T2", {f32});
+  } else {
+    add_types(b, "T2", {f32, f64});  // roi: float tensors
+    add_types(b, "T3", {f32});
+    add_types(b, "T4", {i64});
+  }
+}
+
+void register_resize(oph::Pack& pack) {
+  add_resize<10>(pack, 10, 10);
+  add_resize<11>(pack, 11, 12);
+  add_resize<13>(pack, 13, 17);
+  add_resize<18>(pack, 18, 18);
+  add_resize<19>(pack, 19, OPH_OPSET_MAX);
+}
+
+}  // namespace
+
+static const Family kFamily("resize", &register_resize);
+
+}  // namespace onnx_core
