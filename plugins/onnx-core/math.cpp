@@ -1,0 +1,432 @@
+// onnx-core: elementwise math: rounding and trigonometric functions, Celu, Mish, Gelu, PRelu, Sign, variadic Min/Max/Sum/Mean
+// (broadcasting), Mod and BitShift.
+#include "common.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace onnx_core {
+namespace {
+
+// IEEE binary16 storage type; arithmetic goes through float.
+struct Half {
+  uint16_t bits;
+  static float to_float(uint16_t h) {
+    uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, b;
+    if (exp == 0) {
+      if (man == 0) b = sign;
+      else {
+        int e = -1;
+        do {
+          ++e;
+          man <<= 1;
+        } while ((man & 0x400) == 0);
+        b = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (man & 0x3ff) << 13;
+      }
+    } else if (exp == 31) b = sign | 0x7f800000u | man << 13;
+    else b = sign | (exp + 127 - 15) << 23 | man << 13;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+  static uint16_t from_float(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t absx = x & 0x7fffffffu;
+    if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+    if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+    if (absx < 0x38800000u) {                                             // subnormal or zero
+      float af;
+      std::memcpy(&af, &absx, 4);
+      return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(af * 16777216.0f)));
+    }
+    uint32_t mant = absx + 0xfffu + ((absx >> 13) & 1u);  // round to nearest even
+    return static_cast<uint16_t>(sign | ((mant - 0x38000000u) >> 13));
+  }
+  operator float() const { return to_float(bits); }
+  static Half of(float f) { return Half{from_float(f)}; }
+};
+
+template <class F>
+void dispatch_all_numeric(oph_dtype d, const std::string& op, F&& f) {
+  if (d == f32) f(std::type_identity<float>{});
+  else if (d == f64) f(std::type_identity<double>{});
+  else if (d == f16) f(std::type_identity<Half>{});
+  else if (d == i8) f(std::type_identity<int8_t>{});
+  else if (d == i16) f(std::type_identity<int16_t>{});
+  else if (d == i32) f(std::type_identity<int32_t>{});
+  else if (d == i64) f(std::type_identity<int64_t>{});
+  else if (d == u8) f(std::type_identity<uint8_t>{});
+  else if (d == u16) f(std::type_identity<uint16_t>{});
+  else if (d == u32) f(std::type_identity<uint32_t>{});
+  else if (d == u64) f(std::type_identity<uint64_t>{});
+  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
+}
+
+const std::vector<oph_dtype> kAllNumeric = {f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64};
+
+// ----- unary with attributes -----
+
+// fn(x, attrs...) over float types; `attrs` are read once per compute into a small array.
+using Params = std::vector<float>;
+
+template <class Fn>
+void register_float_unary(oph::Pack& pack, const char* name, int32_t since, int32_t until, const char* doc,
+                          std::vector<std::pair<const char*, float>> attrs, Fn fn,
+                          const std::vector<oph_dtype>& types = kFloat) {
+  std::string op = name;
+  std::vector<std::string> names;
+  for (auto& a : attrs) names.push_back(a.first);
+  oph::OpBuilder& b = pack.op(kDomain, name).versions(since, until).doc(doc).input("X", "T").output("Y", "T");
+  for (auto& a : attrs) b.attr(a.first, a.second);
+  b.infer(oph::same_as_input(0))
+      .compute([op, names, fn](oph::KernelContext& ctx) {
+        oph::TensorRef x = input(ctx, 0, op);
+        oph::TensorRef y = ensure_output(ctx, 0, x.shape(), op);
+        if (!y.present()) return;
+        Params p;
+        for (const auto& n : names) p.push_back(ctx.attr<float>(n));
+        dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+          const T* X = static_cast<const T*>(x.data());
+          T* Y = static_cast<T*>(y.data());
+          const float* pp = p.data();
+          ctx.parallel_for(x.size(), kGrain, [=](size_t lo, size_t hi) {
+            for (size_t i = lo; i < hi; ++i) Y[i] = static_cast<T>(fn(static_cast<double>(X[i]), pp));
+          });
+        });
+      })
+      .may_inplace(0, 0);
+  add_types(b, "T", types);
+}
+
+template <class T>
+T sign_of(T v) {
+  if constexpr (std::is_unsigned_v<T>) return v > 0 ? T(1) : T(0);
+  else if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(v)) return v;
+    return v > 0 ? T(1) : (v < 0 ? T(-1) : T(0));
+  } else return v > 0 ? T(1) : (v < 0 ? T(-1) : T(0));
+}
+
+// ----- variadic Min/Max/Sum/Mean -----
+
+enum class VarKind { kMin, kMax, kSum, kMean };
+
+template <class T>
+T var_combine(VarKind k, T a, T b) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return Half::of(var_combine<float>(k, static_cast<float>(a), static_cast<float>(b)));
+  } else {
+    if constexpr (std::is_floating_point_v<T>) {
+      if ((k == VarKind::kMin || k == VarKind::kMax) && (std::isnan(a) || std::isnan(b)))
+        return std::isnan(a) ? a : b;
+    }
+    switch (k) {
+      case VarKind::kMin: return b < a ? b : a;
+      case VarKind::kMax: return b > a ? b : a;
+      default: return static_cast<T>(a + b);
+    }
+  }
+}
+
+void variadic_infer(oph::InferContext& c, const std::string& op) {
+  for (size_t i = 1; i < c.num_inputs(); ++i)
+    if (c.has_input(i) && c.input_dtype(i) != c.input_dtype(0))
+      fail(op + ": all inputs must have the same dtype, got " + oph::dtype_name(c.input_dtype(0)) + " and " +
+           oph::dtype_name(c.input_dtype(i)));
+  oph::broadcast_inputs()(c);
+}
+
+void variadic_compute(const oph::KernelContext& ctx, const std::string& op, VarKind kind) {
+  const size_t n_in = ctx.num_inputs();
+  if (n_in == 0) fail(op + ": needs at least one input");
+  std::vector<oph::TensorRef> ins;
+  std::vector<int64_t> oshape;
+  for (size_t i = 0; i < n_in; ++i) {
+    ins.push_back(input(ctx, i, op));
+    if (ins[i].dtype() != ins[0].dtype()) fail(op + ": all inputs must have the same dtype");
+    oshape = i == 0 ? std::vector<int64_t>(ins[0].shape().begin(), ins[0].shape().end())
+                    : oph::broadcast_shapes(oshape, ins[i].shape());
+  }
+  oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
+  if (!y.present() || y.size() == 0) return;
+  std::span<const int64_t> os(oshape);
+  dispatch_all_numeric(ins[0].dtype(), op, [&]<class T>(std::type_identity<T>) {
+    T* Y = static_cast<T*>(y.data());
+    auto data = [&](size_t i) { return static_cast<const T*>(ins[i].data()); };
+    if (n_in == 1) {
+      binary_apply(ctx, data(0), ins[0].shape(), data(0), ins[0].shape(), Y, os, [](T a, T) { return a; });
+    } else {
+      // The output may share its buffer with an input of the same shape: the first step reads both inputs
+      // before writing; later steps read Y element by element before overwriting it.
+      binary_apply(ctx, data(0), ins[0].shape(), data(1), ins[1].shape(), Y, os,
+                   [kind](T a, T b) { return var_combine(kind, a, b); });
+      for (size_t i = 2; i < n_in; ++i)
+        binary_apply(ctx, static_cast<const T*>(Y), os, data(i), ins[i].shape(), Y, os,
+                     [kind](T a, T b) { return var_combine(kind, a, b); });
+    }
+    if (kind == VarKind::kMean) {
+      if constexpr (std::is_same_v<T, Half>) {
+        for (size_t i = 0; i < y.size(); ++i) Y[i] = Half::of(static_cast<float>(Y[i]) / static_cast<float>(n_in));
+      } else {
+        for (size_t i = 0; i < y.size(); ++i) Y[i] = static_cast<T>(Y[i] / static_cast<T>(n_in));
+      }
+    }
+  });
+}
+
+void register_variadic(oph::Pack& pack, const char* name, VarKind kind, int32_t since, int32_t until,
+                       const std::vector<oph_dtype>& types, const char* doc) {
+  std::string op = name;
+  oph::OpBuilder& b = pack.op(kDomain, name)
+                          .versions(since, until)
+                          .doc(doc)
+                          .input("data_0", "T", OPH_ARITY_VARIADIC, OPH_MEMORY_DEVICE, 1)
+                          .output(kind == VarKind::kSum ? "sum" : kind == VarKind::kMean ? "mean"
+                                                              : kind == VarKind::kMax   ? "max"
+                                                                                        : "min",
+                                  "T")
+                          .infer([op](oph::InferContext& c) { variadic_infer(c, op); })
+                          .compute([op, kind](oph::KernelContext& ctx) { variadic_compute(ctx, op, kind); });
+  add_types(b, "T", types);
+}
+
+// ----- Mod -----
+
+template <class T>
+T mod_one(T a, T b, bool fmod) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return Half::of(std::fmod(static_cast<float>(a), static_cast<float>(b)));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return std::fmod(a, b);
+  } else {
+    if (b == 0) fail("Mod: integer division by zero");
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return 0;
+      T r = static_cast<T>(a % b);
+      if (!fmod && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+      return r;
+    } else {
+      return static_cast<T>(a % b);
+    }
+  }
+}
+
+void mod_compute(const oph::KernelContext& ctx) {
+  const std::string op = "Mod";
+  oph::TensorRef a = input(ctx, 0, op), b = input(ctx, 1, op);
+  if (a.dtype() != b.dtype()) fail(op + ": A and B must have the same dtype");
+  const bool fmod = ctx.attr<int64_t>("fmod") != 0;
+  if (!fmod && (a.dtype().code == OPH_DTYPE_FLOAT))
+    fail(op + ": fmod must be 1 for floating-point inputs (got fmod=0 with " + oph::dtype_name(a.dtype()) + ")");
+  std::vector<int64_t> oshape = oph::broadcast_shapes(a.shape(), b.shape());
+  oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
+  if (!y.present()) return;
+  dispatch_all_numeric(a.dtype(), op, [&]<class T>(std::type_identity<T>) {
+    binary_apply(ctx, static_cast<const T*>(a.data()), a.shape(), static_cast<const T*>(b.data()), b.shape(),
+                 static_cast<T*>(y.data()), std::span<const int64_t>(oshape),
+                 [fmod](T x, T z) { return mod_one(x, z, fmod); });
+  });
+}
+
+// ----- BitShift -----
+
+void bitshift_compute(const oph::KernelContext& ctx) {
+  const std::string op = "BitShift";
+  oph::TensorRef a = input(ctx, 0, op), b = input(ctx, 1, op);
+  std::string dir = ctx.attr<std::string>("direction");
+  if (dir != "LEFT" && dir != "RIGHT") fail(op + ": direction must be \"LEFT\" or \"RIGHT\", got \"" + dir + "\"");
+  const bool left = dir == "LEFT";
+  std::vector<int64_t> oshape = oph::broadcast_shapes(a.shape(), b.shape());
+  oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
+  if (!y.present()) return;
+  auto run = [&]<class T>(std::type_identity<T>) {
+    binary_apply(ctx, static_cast<const T*>(a.data()), a.shape(), static_cast<const T*>(b.data()), b.shape(),
+                 static_cast<T*>(y.data()), std::span<const int64_t>(oshape), [left](T x, T s) -> T {
+                   if (s >= sizeof(T) * 8) return T(0);
+                   return left ? static_cast<T>(x << s) : static_cast<T>(x >> s);
+                 });
+  };
+  const oph_dtype d = a.dtype();
+  if (d == u8) run(std::type_identity<uint8_t>{});
+  else if (d == u16) run(std::type_identity<uint16_t>{});
+  else if (d == u32) run(std::type_identity<uint32_t>{});
+  else if (d == u64) run(std::type_identity<uint64_t>{});
+  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported", OPH_CODE_UNIMPLEMENTED);
+}
+
+void same_dtype_broadcast_infer(oph::InferContext& c, const std::string& op) {
+  if (c.input_dtype(0) != c.input_dtype(1))
+    fail(op + ": inputs must have the same dtype, got " + oph::dtype_name(c.input_dtype(0)) + " and " +
+         oph::dtype_name(c.input_dtype(1)));
+  oph::broadcast_inputs()(c);
+}
+
+// ----- PRelu -----
+
+void prelu_compute(const oph::KernelContext& ctx) {
+  const std::string op = "PRelu";
+  oph::TensorRef x = input(ctx, 0, op), s = input(ctx, 1, op);
+  std::vector<int64_t> oshape = oph::broadcast_shapes(x.shape(), s.shape());
+  if (oshape.size() != x.shape().size() || !std::equal(oshape.begin(), oshape.end(), x.shape().begin()))
+    fail(op + ": slope " + shape_str(s.shape()) + " is not unidirectionally broadcastable to X " + shape_str(x.shape()));
+  oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
+  if (!y.present()) return;
+  dispatch_all_numeric(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+    binary_apply(ctx, static_cast<const T*>(x.data()), x.shape(), static_cast<const T*>(s.data()), s.shape(),
+                 static_cast<T*>(y.data()), std::span<const int64_t>(oshape), [](T v, T sl) -> T {
+                   if constexpr (std::is_same_v<T, Half>) {
+                     float f = v;
+                     return f < 0 ? Half::of(f * static_cast<float>(sl)) : v;
+                   } else {
+                     return v < T(0) ? static_cast<T>(v * sl) : v;
+                   }
+                 });
+  });
+}
+
+template <class Fn>
+void register_numeric_unary(oph::Pack& pack, const char* name, int32_t since, const char* doc,
+                            const std::vector<oph_dtype>& types, Fn fn) {
+  std::string op = name;
+  oph::OpBuilder& b = pack.op(kDomain, name)
+                          .versions(since, OPH_OPSET_MAX)
+                          .doc(doc)
+                          .input("input", "T")
+                          .output("output", "T")
+                          .infer(oph::same_as_input(0))
+                          .compute([op, fn](oph::KernelContext& ctx) {
+                            oph::TensorRef x = input(ctx, 0, op);
+                            oph::TensorRef y = ensure_output(ctx, 0, x.shape(), op);
+                            if (!y.present()) return;
+                            dispatch_numeric(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+                              unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()),
+                                          x.size(), [fn](T v) { return fn(v); });
+                            });
+                          })
+                          .may_inplace(0, 0);
+  add_types(b, "T", types);
+}
+
+}  // namespace
+
+void register_math(oph::Pack& pack) {
+  using P = const float*;
+  // Rounding and elementary functions (float types).
+  register_float_unary(pack, "Floor", 6, OPH_OPSET_MAX, "Y = floor(X)", {}, [](double x, P) { return std::floor(x); });
+  register_float_unary(pack, "Ceil", 6, OPH_OPSET_MAX, "Y = ceil(X)", {}, [](double x, P) { return std::ceil(x); });
+  register_float_unary(pack, "Round", 11, OPH_OPSET_MAX, "Y = round half to even(X)", {},
+                       [](double x, P) { return std::nearbyint(x); });
+  register_float_unary(pack, "Erf", 9, OPH_OPSET_MAX, "Y = erf(X)", {}, [](double x, P) { return std::erf(x); });
+  register_float_unary(pack, "Sin", 7, OPH_OPSET_MAX, "Y = sin(X)", {}, [](double x, P) { return std::sin(x); });
+  register_float_unary(pack, "Cos", 7, OPH_OPSET_MAX, "Y = cos(X)", {}, [](double x, P) { return std::cos(x); });
+  register_float_unary(pack, "Tan", 7, OPH_OPSET_MAX, "Y = tan(X)", {}, [](double x, P) { return std::tan(x); });
+  register_float_unary(pack, "Asin", 7, OPH_OPSET_MAX, "Y = asin(X)", {}, [](double x, P) { return std::asin(x); });
+  register_float_unary(pack, "Acos", 7, OPH_OPSET_MAX, "Y = acos(X)", {}, [](double x, P) { return std::acos(x); });
+  register_float_unary(pack, "Atan", 7, OPH_OPSET_MAX, "Y = atan(X)", {}, [](double x, P) { return std::atan(x); });
+  register_float_unary(pack, "Sinh", 9, OPH_OPSET_MAX, "Y = sinh(X)", {}, [](double x, P) { return std::sinh(x); });
+  register_float_unary(pack, "Cosh", 9, OPH_OPSET_MAX, "Y = cosh(X)", {}, [](double x, P) { return std::cosh(x); });
+  register_float_unary(pack, "Asinh", 9, OPH_OPSET_MAX, "Y = asinh(X)", {}, [](double x, P) { return std::asinh(x); });
+  register_float_unary(pack, "Acosh", 9, OPH_OPSET_MAX, "Y = acosh(X)", {}, [](double x, P) { return std::acosh(x); });
+  register_float_unary(pack, "Atanh", 9, OPH_OPSET_MAX, "Y = atanh(X)", {}, [](double x, P) { return std::atanh(x); });
+  register_float_unary(pack, "Reciprocal", 6, OPH_OPSET_MAX, "Y = 1 / X", {}, [](double x, P) { return 1.0 / x; });
+  // Activations.
+  // Activations. Elu, Selu, ThresholdedRelu, Softplus, Softsign, HardSigmoid and HardSwish live in activation.cpp.
+  register_float_unary(pack, "Celu", 12, OPH_OPSET_MAX, "Y = max(0, X) + min(0, alpha * (exp(X / alpha) - 1))",
+                       {{"alpha", 1.0f}}, [](double x, P p) {
+                         double a = p[0];
+                         return std::max(0.0, x) + std::min(0.0, a * std::expm1(x / a));
+                       });
+  register_float_unary(pack, "Mish", 18, OPH_OPSET_MAX, "Y = X * tanh(softplus(X))", {}, [](double x, P) {
+    double sp = x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    return x * std::tanh(sp);
+  });
+  // Gelu (opset 20): approximate = "none" (erf) or "tanh".
+  {
+    oph::OpBuilder& b = pack.op(kDomain, "Gelu")
+                            .versions(20, OPH_OPSET_MAX)
+                            .doc("Y = 0.5 * X * (1 + erf(X / sqrt(2))) (or the tanh approximation)")
+                            .input("X", "T")
+                            .output("Y", "T")
+                            .attr("approximate", std::string("none"))
+                            .infer([](oph::InferContext& c) {
+                              std::string a = c.attr<std::string>("approximate");
+                              if (a != "none" && a != "tanh")
+                                fail("Gelu: approximate must be \"none\" or \"tanh\", got \"" + a + "\"");
+                              oph::same_as_input(0)(c);
+                            })
+                            .compute([](oph::KernelContext& ctx) {
+                              oph::TensorRef x = input(ctx, 0, "Gelu");
+                              oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "Gelu");
+                              if (!y.present()) return;
+                              std::string a = ctx.attr<std::string>("approximate");
+                              if (a != "none" && a != "tanh")
+                                fail("Gelu: approximate must be \"none\" or \"tanh\", got \"" + a + "\"");
+                              const bool tanh_approx = a == "tanh";
+                              dispatch_float(x.dtype(), "Gelu", [&]<class T>(std::type_identity<T>) {
+                                unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
+                                            [tanh_approx](T v) {
+                                              double d = v;
+                                              if (tanh_approx)
+                                                return static_cast<T>(0.5 * d *
+                                                    (1 + std::tanh(std::sqrt(2 / M_PI) * (d + 0.044715 * d * d * d))));
+                                              return static_cast<T>(0.5 * d * (1 + std::erf(d / std::sqrt(2.0))));
+                                            });
+                              });
+                            })
+                            .may_inplace(0, 0);
+    add_types(b, "T", kFloat);
+  }
+  register_numeric_unary(pack, "Sign", 9, "Y = sign(X)", kNumeric, [](auto v) { return sign_of(v); });
+
+  // PRelu 7+: slope unidirectionally broadcast to X (9 and 16 only add types).
+  {
+    oph::OpBuilder& b = pack.op(kDomain, "PRelu")
+                            .versions(7, OPH_OPSET_MAX)
+                            .doc("Y = slope * X for X < 0, else X (slope broadcast to X)")
+                            .input("X", "T")
+                            .input("slope", "T")
+                            .output("Y", "T")
+                            .infer([](oph::InferContext& c) { oph::same_as_input(0)(c); })
+                            .compute(prelu_compute);
+    add_types(b, "T", {f32, f64, i32, i64});
+  }
+
+  // Variadic, broadcasting (opset 8+; 6-7 did not broadcast, which broadcasting semantics include).
+  const std::vector<oph_dtype> minmax12 = kAllNumeric;
+  register_variadic(pack, "Max", VarKind::kMax, 6, 11, kFloat, "elementwise max of the inputs, broadcasting");
+  register_variadic(pack, "Max", VarKind::kMax, 12, OPH_OPSET_MAX, minmax12, "elementwise max of the inputs, broadcasting");
+  register_variadic(pack, "Min", VarKind::kMin, 6, 11, kFloat, "elementwise min of the inputs, broadcasting");
+  register_variadic(pack, "Min", VarKind::kMin, 12, OPH_OPSET_MAX, minmax12, "elementwise min of the inputs, broadcasting");
+  register_variadic(pack, "Sum", VarKind::kSum, 6, OPH_OPSET_MAX, kFloat, "elementwise sum of the inputs, broadcasting");
+  register_variadic(pack, "Mean", VarKind::kMean, 6, OPH_OPSET_MAX, kFloat, "elementwise mean of the inputs, broadcasting");
+
+  {
+    oph::OpBuilder& b = pack.op(kDomain, "Mod")
+                            .versions(10, OPH_OPSET_MAX)
+                            .doc("C = A mod B (fmod=0: sign of the divisor, integers only; fmod=1: C fmod)")
+                            .attr("fmod", int64_t{0})
+                            .input("A", "T")
+                            .input("B", "T")
+                            .output("C", "T")
+                            .infer([](oph::InferContext& c) { same_dtype_broadcast_infer(c, "Mod"); })
+                            .compute(mod_compute);
+    add_types(b, "T", kAllNumeric);
+  }
+  pack.op(kDomain, "BitShift")
+      .versions(11, OPH_OPSET_MAX)
+      .doc("Z = X << Y or X >> Y (unsigned integers, broadcasting)")
+      .required_attr("direction", OPH_ATTR_STRING)
+      .input("X", "T")
+      .input("Y", "T")
+      .output("Z", "T")
+      .types("T", {u8, u16, u32, u64})
+      .infer([](oph::InferContext& c) { same_dtype_broadcast_infer(c, "BitShift"); })
+      .compute(bitshift_compute);
+}
+
+static const Family kFamily("math", &register_math);
+
+}  // namespace onnx_core
