@@ -1,5 +1,9 @@
-// Sequential execution of a prepared session: nodes run in order through the C ABI; a value's buffer is
-// released as soon as its last consumer has finished.
+// Sequential execution of a prepared session through the C ABI.
+//  - planned path (every shape known): one arena per concurrent run, laid out by the static memory plan, and a
+//    flat array of prepared calls; a steady-state run allocates nothing.
+//  - generic path (shapes only known while running): tensors allocated per value, released as soon as their
+//    last consumer has finished.
+#include "exec/memory_plan.hpp"
 #include "exec/session_impl.hpp"
 
 #include <ophost/services.hpp>
@@ -7,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace ophost {
 
@@ -66,9 +71,186 @@ void check_input(const ModelValueInfo& info, const Tensor& t) {
 
 }  // namespace
 
-std::vector<NamedTensor> Session::Impl::run(const std::vector<NamedTensor>& inputs) {
+
+namespace {
+// Zero-element values still get a non-NULL pointer (NULL tells a kernel its output is unallocated).
+alignas(64) unsigned char g_empty_buffer[64];
+}  // namespace
+
+BoundRun::~BoundRun() {
+  if (pool && arena) pool->unreserve(arena, arena_bytes);
+}
+
+std::shared_ptr<ExecPlan> Session::Impl::make_plan(std::vector<std::vector<int64_t>> input_shapes,
+                                                   std::vector<ValueMeta> meta) const {
+  auto plan = std::make_shared<ExecPlan>();
+  plan->input_shapes = std::move(input_shapes);
+  plan->meta = std::move(meta);
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  plan->offset.assign(values.size(), kNone);
+  // A static plan needs every produced value's size; string tensors live outside arenas.
+  for (size_t v = 0; v < values.size(); ++v) {
+    if (values[v].producer < 0) continue;
+    const ValueMeta& m = plan->meta[v];
+    if (!m.fully_known() || dtype_size(m.dtype) == 0) return plan;
+  }
+  // Buffers: every produced value that is not a graph output (those go straight into the caller's tensors).
+  std::vector<int> root(values.size(), -1);
+  std::vector<PlanBuffer> buffers;
+  std::vector<int> buffer_of(values.size(), -1);
+  auto bytes_of = [&](int v) { return static_cast<size_t>(shape_numel(plan->meta[v].shape)) * dtype_size(plan->meta[v].dtype); };
+  for (size_t ni = 0; ni < nodes.size(); ++ni) {
+    const PreparedNode& pn = nodes[ni];
+    for (size_t o = 0; o < pn.outputs.size(); ++o) {
+      int v = pn.outputs[o];
+      if (v < 0 || values[v].graph_output) continue;
+      int last = std::max(values[v].last_use, static_cast<int>(ni));
+      // MAY_INPLACE: reuse the input's buffer when this node is the input's last reader and sizes match.
+      int shared = -1;
+      for (size_t a = 0; a < pn.op->num_aliases; ++a) {
+        const oph_alias_def* al = OPH_ARRAY_AT(oph_alias_def, pn.op->aliases, pn.op->aliases[0].struct_size, a);
+        if (al->kind != OPH_ALIAS_MAY_INPLACE || al->output_index != static_cast<int32_t>(o)) continue;
+        if (al->input_index < 0 || static_cast<size_t>(al->input_index) >= pn.inputs.size()) continue;
+        int in = pn.inputs[al->input_index];
+        if (in < 0 || buffer_of[in] < 0 || values[in].last_use != static_cast<int>(ni)) continue;
+        if (bytes_of(in) != bytes_of(v)) continue;
+        // The input must not be read again by this node through another slot.
+        if (std::count(pn.inputs.begin(), pn.inputs.end(), in) != 1) continue;
+        shared = buffer_of[in];
+      }
+      if (shared >= 0) {
+        buffer_of[v] = shared;
+        buffers[shared].last = std::max(buffers[shared].last, last);
+        ++plan->inplace;
+      } else {
+        buffer_of[v] = static_cast<int>(buffers.size());
+        buffers.push_back({bytes_of(v), static_cast<int>(ni), last});
+      }
+    }
+  }
+  MemoryPlan mp = plan_memory(buffers);
+  for (size_t v = 0; v < values.size(); ++v)
+    if (buffer_of[v] >= 0) plan->offset[v] = mp.offsets[buffer_of[v]];
+  plan->arena_bytes = mp.peak;
+  plan->lower_bound = mp.lower_bound;
+  plan->placed = static_cast<size_t>(std::count_if(buffer_of.begin(), buffer_of.end(), [](int b) { return b >= 0; }));
+  plan->planned = true;
+  return plan;
+}
+
+std::unique_ptr<BoundRun> Session::Impl::bind(const ExecPlan& plan) {
+  auto r = std::make_unique<BoundRun>();
+  r->pool = pool.get();
+  r->arena_bytes = plan.arena_bytes;
+  std::string what = "arena for " + model.path.string() + " (" + std::to_string(plan.arena_bytes) + " bytes planned)";
+  if (plan.arena_bytes) r->arena = pool->reserve(plan.arena_bytes, what);
+  r->tensors.resize(values.size());
+  for (size_t v = 0; v < values.size(); ++v) {
+    oph_tensor& t = r->tensors[v];
+    const ValueMeta& m = plan.meta[v];
+    if (values[v].constant) {
+      t = values[v].constant->view();
+      continue;
+    }
+    t = oph_tensor{};
+    t.device = {OPH_DL_CPU, 0};
+    t.dtype = to_dl(m.dtype);
+    t.ndim = static_cast<int32_t>(m.shape.size());
+    t.shape = const_cast<int64_t*>(m.shape.data());  // the plan outlives its bound runs; nobody writes shapes
+    if (plan.offset[v] != std::numeric_limits<size_t>::max()) t.data = static_cast<char*>(r->arena) + plan.offset[v];
+    if (!t.data && shape_numel(m.shape) == 0) t.data = g_empty_buffer;
+  }
+  size_t nin = 0, nout = 0;
+  for (const PreparedNode& pn : nodes) {
+    nin += pn.inputs.size();
+    nout += pn.outputs.size();
+  }
+  r->input_ptrs.reserve(nin);
+  r->output_ptrs.reserve(nout);
+  r->calls.resize(nodes.size());
+  for (size_t ni = 0; ni < nodes.size(); ++ni) {
+    const PreparedNode& pn = nodes[ni];
+    oph_compute_context& c = r->calls[ni];
+    c = oph_compute_context{};
+    c.struct_size = sizeof(c);
+    c.services = host_services();
+    c.num_inputs = pn.inputs.size();
+    c.inputs = r->input_ptrs.data() + r->input_ptrs.size();
+    for (int v : pn.inputs) r->input_ptrs.push_back(v < 0 ? nullptr : &r->tensors[v]);
+    c.num_outputs = pn.outputs.size();
+    c.outputs = r->output_ptrs.data() + r->output_ptrs.size();
+    for (int v : pn.outputs) r->output_ptrs.push_back(v < 0 ? nullptr : &r->tensors[v]);
+    c.device = {OPH_DL_CPU, 0};
+    c.allocate_output = nullptr;  // every shape is planned
+  }
+  r->bound.resize(input_values.size());
+  return r;
+}
+
+void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& outputs,
+                                const std::vector<const Tensor*>& bound) {
+  std::unique_ptr<BoundRun> r;
+  {
+    std::lock_guard lock(plan.free_mutex);
+    if (!plan.free_runs.empty()) {
+      r = std::move(plan.free_runs.back());
+      plan.free_runs.pop_back();
+    }
+  }
+  int64_t allocs = 0;
+  if (!r) {
+    r = bind(plan);
+    ++allocs;
+  }
+  for (size_t i = 0; i < input_values.size(); ++i)
+    r->tensors[input_values[i]].data = const_cast<void*>(bound[i]->data());  // kernels only read inputs
+  // Graph outputs produced by nodes are written straight into the caller's tensors.
+  for (size_t o = 0; o < output_values.size(); ++o) {
+    int v = output_values[o];
+    if (values[v].producer < 0) continue;
+    const ValueMeta& m = plan.meta[v];
+    NamedTensor& out = outputs[o];
+    bool reuse = out.tensor.dtype() == m.dtype && out.tensor.shape().size() == m.shape.size() &&
+                 std::equal(m.shape.begin(), m.shape.end(), out.tensor.shape().begin()) &&
+                 (out.tensor.data() != nullptr || out.tensor.numel() == 0) && out.tensor.data_use_count() == 1;
+    if (!reuse) {
+      out.tensor = Tensor(m.dtype, m.shape);
+      ++allocs;
+    }
+    r->tensors[v].data = out.tensor.data() ? out.tensor.data() : g_empty_buffer;
+  }
+  struct Return {
+    ExecPlan& plan;
+    std::unique_ptr<BoundRun>& r;
+    ~Return() {
+      std::lock_guard lock(plan.free_mutex);
+      plan.free_runs.push_back(std::move(r));
+    }
+  } give_back{plan, r};
+  for (size_t ni = 0; ni < nodes.size(); ++ni) {
+    const PreparedNode& pn = nodes[ni];
+    oph_status* st;
+    if (pn.serialize) {
+      std::lock_guard lock(*pn.serialize);
+      st = pn.op->compute(pn.state, &r->calls[ni]);
+    } else {
+      st = pn.op->compute(pn.state, &r->calls[ni]);
+    }
+    if (st) throw_if_error(st, pn.label);
+  }
+  for (size_t o = 0; o < output_values.size(); ++o) {
+    const ValueSlot& slot = values[output_values[o]];
+    if (slot.producer >= 0) continue;
+    outputs[o].tensor = slot.constant ? slot.constant->clone() : bound[slot.graph_input]->clone();
+    ++allocs;
+  }
+  last_run_allocs.store(allocs, std::memory_order_relaxed);
+}
+
+void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) {
   // Bind inputs by name: each graph input exactly once, nothing extra.
-  std::vector<const Tensor*> bound(input_values.size(), nullptr);
+  thread_local std::vector<const Tensor*> bound;
+  bound.assign(input_values.size(), nullptr);
   for (const NamedTensor& nt : inputs) {
     auto it = std::find_if(input_infos.begin(), input_infos.end(),
                            [&](const ValueInfo& v) { return v.name == nt.name; });
@@ -85,36 +267,56 @@ std::vector<NamedTensor> Session::Impl::run(const std::vector<NamedTensor>& inpu
   for (size_t i = 0; i < bound.size(); ++i) {
     if (!bound[i]) throw Error(Code::kInvalidArgument, "missing input '" + input_infos[i].name + "'");
   }
-
-  // Shapes: the static plan when the model's input shapes were fully declared, else infer for these shapes.
-  std::shared_ptr<const ShapePlan> dynamic;
-  const std::vector<ValueMeta>* meta = &static_plan.values;
-  if (!static_plan_complete) {
-    std::vector<std::vector<int64_t>> key;
-    for (const Tensor* t : bound) key.emplace_back(t->shape().begin(), t->shape().end());
-    {
-      std::lock_guard lock(plan_mutex);
-      dynamic = last_dynamic_plan;
-    }
-    if (!dynamic || dynamic->input_shapes != key) {
-      auto plan = std::make_shared<ShapePlan>();
-      std::vector<ValueMeta> in_meta;
-      for (const Tensor* t : bound) {
-        ValueMeta vm;
-        vm.dtype = t->dtype();
-        vm.rank_known = true;
-        vm.shape.assign(t->shape().begin(), t->shape().end());
-        in_meta.push_back(std::move(vm));
-      }
-      plan->values = infer_all(in_meta);
-      plan->input_shapes = std::move(key);
-      dynamic = plan;
-      std::lock_guard lock(plan_mutex);
-      last_dynamic_plan = plan;
-    }
-    meta = &dynamic->values;
+  if (outputs.size() != output_values.size()) {
+    outputs.clear();
+    for (const ValueInfo& info : output_infos) outputs.push_back({info.name, Tensor()});
+  } else {
+    for (size_t o = 0; o < outputs.size(); ++o)
+      if (outputs[o].name != output_infos[o].name) outputs[o].name = output_infos[o].name;
   }
 
+  // The plan for these input shapes: the declared one, the last one used, or a new one.
+  std::shared_ptr<ExecPlan> plan;
+  {
+    std::lock_guard lock(plan_mutex);
+    auto matches = [&](const std::shared_ptr<ExecPlan>& p) {
+      if (!p) return false;
+      for (size_t i = 0; i < bound.size(); ++i) {
+        auto s = bound[i]->shape();
+        if (p->input_shapes[i].size() != s.size() || !std::equal(s.begin(), s.end(), p->input_shapes[i].begin()))
+          return false;
+      }
+      return true;
+    };
+    if (matches(static_exec)) plan = static_exec;
+    else if (matches(last_exec)) plan = last_exec;
+  }
+  if (!plan) {
+    std::vector<std::vector<int64_t>> key;
+    std::vector<ValueMeta> in_meta;
+    for (const Tensor* t : bound) {
+      key.emplace_back(t->shape().begin(), t->shape().end());
+      ValueMeta vm;
+      vm.dtype = t->dtype();
+      vm.rank_known = true;
+      vm.shape = key.back();
+      in_meta.push_back(std::move(vm));
+    }
+    plan = make_plan(std::move(key), infer_all(in_meta));
+    spdlog::debug("plan for input shapes of {}: {}", model.path.string(),
+                  plan->planned ? "static (arena " + std::to_string(plan->arena_bytes) + " bytes)"
+                                : std::string("dynamic (shapes known only while running)"));
+    std::lock_guard lock(plan_mutex);
+    last_exec = plan;
+  }
+  if (plan->planned) run_planned(*plan, outputs, bound);
+  else run_generic(plan->meta, bound, outputs);
+}
+
+void Session::Impl::run_generic(const std::vector<ValueMeta>& meta_values, const std::vector<const Tensor*>& bound,
+                                std::vector<NamedTensor>& outputs) {
+  const std::vector<ValueMeta>* meta = &meta_values;
+  int64_t allocs = 0;
   RunState st;
   st.values.resize(values.size());
   st.meta = meta;
@@ -126,6 +328,7 @@ std::vector<NamedTensor> Session::Impl::run(const std::vector<NamedTensor>& inpu
   std::vector<oph_tensor*> out_ptrs;
   for (size_t ni = 0; ni < nodes.size(); ++ni) {
     const PreparedNode& pn = nodes[ni];
+    spdlog::trace("node {} Ready -> Running: {}", ni, pn.label);
     in_views.assign(pn.inputs.size(), oph_tensor{});
     in_ptrs.assign(pn.inputs.size(), nullptr);
     for (size_t i = 0; i < pn.inputs.size(); ++i) {
@@ -149,6 +352,7 @@ std::vector<NamedTensor> Session::Impl::run(const std::vector<NamedTensor>& inpu
       const ValueMeta& m = (*meta)[v];
       if (m.fully_known()) {
         st.values[v] = Tensor(m.dtype, m.shape);
+        ++allocs;
         st.out_views[o] = st.values[v].view();
       } else {
         st.out_views[o] = oph_tensor{};
@@ -168,7 +372,14 @@ std::vector<NamedTensor> Session::Impl::run(const std::vector<NamedTensor>& inpu
     ctx.device = {OPH_DL_CPU, 0};
     ctx.allocate_output = &allocate_output_cb;
     ctx.host_data = &st;
-    throw_if_error(pn.op->compute(pn.state, &ctx), pn.label);
+    oph_status* status;
+    if (pn.serialize) {
+      std::lock_guard lock(*pn.serialize);
+      status = pn.op->compute(pn.state, &ctx);
+    } else {
+      status = pn.op->compute(pn.state, &ctx);
+    }
+    throw_if_error(status, pn.label);
     for (size_t o = 0; o < pn.outputs.size(); ++o) {
       int v = pn.outputs[o];
       if (v >= 0 && st.values[v].empty()) {
@@ -176,27 +387,28 @@ std::vector<NamedTensor> Session::Impl::run(const std::vector<NamedTensor>& inpu
                                          values[v].name + "' (call allocate_output for data-dependent shapes)");
       }
     }
+    spdlog::trace("node {} Running -> Finished", ni);
     // Release every value whose last consumer just finished.
     for (int v : pn.inputs) {
       if (v < 0) continue;
-      if (--remaining[v] == 0 && !values[v].graph_output && values[v].producer >= 0) st.values[v] = Tensor();
+      if (--remaining[v] == 0 && !values[v].graph_output && values[v].producer >= 0) {
+        st.values[v] = Tensor();
+        spdlog::trace("value '{}' Released after node {}", values[v].name, ni);
+      }
     }
     for (int v : pn.outputs) {
       if (v >= 0 && remaining[v] == 0 && !values[v].graph_output) st.values[v] = Tensor();
     }
   }
 
-  std::vector<NamedTensor> out;
-  out.reserve(output_values.size());
   for (size_t o = 0; o < output_values.size(); ++o) {
     int v = output_values[o];
     const ValueSlot& slot = values[v];
-    Tensor t = slot.constant ? slot.constant->clone()
-               : slot.graph_input >= 0 ? bound[slot.graph_input]->clone()
-                                       : st.values[v];
-    out.push_back({output_infos[o].name, std::move(t)});
+    outputs[o].tensor = slot.constant ? slot.constant->clone()
+                        : slot.graph_input >= 0 ? bound[slot.graph_input]->clone()
+                                                : st.values[v];
   }
-  return out;
+  last_run_allocs.store(allocs, std::memory_order_relaxed);
 }
 
 }  // namespace ophost

@@ -453,8 +453,41 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     s->output_infos.push_back({m.outputs[o].name, vm.dtype, vm.rank_known ? vm.shape : std::vector<int64_t>{}});
   }
 
+  // The pool: on top of the CPU backend's raw allocation when one is loaded, else the system allocator.
+  RawAllocator raw = system_allocator();
+  static const std::vector<std::unique_ptr<LoadedPlugin>> kNoPlugins;
+  for (const auto& plugin : s->plugins ? s->plugins->loaded() : kNoPlugins) {
+    for (const oph_device_backend_def* d : plugin->devices()) {
+      if (std::string_view(d->device_type) != "cpu" || !d->alloc || !d->free) continue;
+      raw.device = "cpu";
+      raw.alloc = [d](size_t bytes, size_t alignment) -> void* {
+        void* p = nullptr;
+        oph_status* st = d->alloc(d->backend, 0, bytes, alignment, &p);
+        if (st) {
+          spdlog::error("cpu backend alloc of {} bytes failed: {}", bytes, consume_status(st));
+          return nullptr;
+        }
+        return p;
+      };
+      raw.free = [d](void* p) { d->free(d->backend, 0, p); };
+    }
+  }
+  s->pool = std::make_unique<MemoryPool>(std::move(raw), options.mem_limit);
+  if (s->static_plan_complete) {
+    s->static_exec = s->make_plan(s->static_plan.input_shapes, s->static_plan.values);
+    if (s->static_exec->planned) {
+      spdlog::info("memory plan: arena {} bytes for {} values ({} in place), lower bound {} bytes ({:.3f}x)",
+                   s->static_exec->arena_bytes, s->static_exec->placed, s->static_exec->inplace,
+                   s->static_exec->lower_bound,
+                   s->static_exec->lower_bound
+                       ? double(s->static_exec->arena_bytes) / double(s->static_exec->lower_bound)
+                       : 1.0);
+    }
+  }
+
   // Kernels, created once per node.
   for (PreparedNode& pn : s->nodes) {
+    if (pn.op->flags & OPH_OP_FLAG_SERIALIZE_COMPUTE) pn.serialize = std::make_unique<std::mutex>();
     if (!pn.op->create_kernel) continue;
     std::vector<oph_value_info> ins, outs;
     std::vector<oph_tensor> views(pn.inputs.size());

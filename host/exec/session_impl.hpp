@@ -2,12 +2,14 @@
 // infer(), kernels created once per node, and a flat array of prepared calls executed in order.
 #pragma once
 
+#include "memory/pool.hpp"
 #include "model/model.hpp"
 #include "plugins/plugin_set.hpp"
 
 #include <ophost/ophost_plugin.h>
 #include <ophost/runtime.hpp>
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -55,6 +57,40 @@ struct PreparedNode {
   ResolvedAttrs attrs;
   void* state = nullptr;
   std::string label;         // "node 'n' (domain::op, opset 13) from pack 'p' (path)"
+  std::unique_ptr<std::mutex> serialize;  // set when the op asks for OPH_OP_FLAG_SERIALIZE_COMPUTE
+};
+
+struct ExecPlan;
+
+// Everything one run needs for a static plan: the arena and the prepared calls with pointers resolved. Reused
+// run after run (one per concurrent caller), so a steady-state run allocates nothing.
+struct BoundRun {
+  MemoryPool* pool = nullptr;
+  void* arena = nullptr;
+  size_t arena_bytes = 0;
+  std::vector<oph_tensor> tensors;             // per value
+  std::vector<const oph_tensor*> input_ptrs;   // all nodes' inputs, flat
+  std::vector<oph_tensor*> output_ptrs;        // all nodes' outputs, flat
+  std::vector<oph_compute_context> calls;      // per node
+  std::vector<const Tensor*> bound;            // graph inputs of the current run
+  BoundRun() = default;
+  BoundRun(const BoundRun&) = delete;
+  BoundRun& operator=(const BoundRun&) = delete;
+  ~BoundRun();
+};
+
+// Shapes for one set of graph-input shapes, and (when every shape is known) the static memory plan.
+struct ExecPlan {
+  std::vector<std::vector<int64_t>> input_shapes;
+  std::vector<ValueMeta> meta;  // per value
+  bool planned = false;         // static plan available (all shapes known, no string tensors)
+  std::vector<size_t> offset;   // per value: arena offset, SIZE_MAX when the value is not in the arena
+  size_t arena_bytes = 0;
+  size_t lower_bound = 0;
+  size_t placed = 0;
+  size_t inplace = 0;
+  std::mutex free_mutex;
+  std::vector<std::unique_ptr<BoundRun>> free_runs;
 };
 
 // Value metadata inferred for one set of graph-input shapes.
@@ -74,8 +110,11 @@ struct Session::Impl {
   std::vector<int> input_values;   // value index of each graph input
   ShapePlan static_plan;           // from the model's declared shapes
   bool static_plan_complete = false;
+  std::unique_ptr<MemoryPool> pool;
   std::mutex plan_mutex;
-  std::shared_ptr<const ShapePlan> last_dynamic_plan;
+  std::shared_ptr<ExecPlan> static_exec;   // plan of the declared shapes (when complete)
+  std::shared_ptr<ExecPlan> last_exec;     // plan of the most recent other input shapes
+  std::atomic<int64_t> last_run_allocs{0};
 
   Impl() = default;
   Impl(const Impl&) = delete;
@@ -84,7 +123,13 @@ struct Session::Impl {
 
   // Runs every node's infer over the graph, given graph input metadata.
   std::vector<ValueMeta> infer_all(const std::vector<ValueMeta>& graph_inputs) const;
-  std::vector<NamedTensor> run(const std::vector<NamedTensor>& inputs);
+  void run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs);
+  std::shared_ptr<ExecPlan> make_plan(std::vector<std::vector<int64_t>> input_shapes,
+                                      std::vector<ValueMeta> meta) const;
+  std::unique_ptr<BoundRun> bind(const ExecPlan& plan);
+  void run_planned(ExecPlan& plan, std::vector<NamedTensor>& outputs, const std::vector<const Tensor*>& bound);
+  void run_generic(const std::vector<ValueMeta>& meta, const std::vector<const Tensor*>& bound,
+                   std::vector<NamedTensor>& outputs);
 };
 
 // Builds a session: resolve every node, validate attributes and arity, infer shapes, create kernels.

@@ -130,6 +130,29 @@ Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 const std::vector<ValueInfo>& Session::inputs() const noexcept { return impl_->input_infos; }
 const std::vector<ValueInfo>& Session::outputs() const noexcept { return impl_->output_infos; }
-std::vector<NamedTensor> Session::run(const std::vector<NamedTensor>& inputs) { return impl_->run(inputs); }
+std::vector<NamedTensor> Session::run(const std::vector<NamedTensor>& inputs) {
+  std::vector<NamedTensor> outputs;
+  impl_->run(inputs, outputs);
+  return outputs;
+}
+void Session::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) {
+  impl_->run(inputs, outputs);
+}
+MemoryStats Session::memory_stats() const {
+  MemoryStats s = impl_->pool->stats();
+  s.allocs_this_run = impl_->last_run_allocs.load(std::memory_order_relaxed);
+  return s;
+}
+MemoryPlanReport Session::memory_plan() const {
+  MemoryPlanReport r;
+  if (const auto& p = impl_->static_exec; p && p->planned) {
+    r.planned = true;
+    r.arena_bytes = p->arena_bytes;
+    r.lower_bound = p->lower_bound;
+    r.values = p->placed;
+    r.inplace = p->inplace;
+  }
+  return r;
+}
 
 }  // namespace ophost

@@ -219,27 +219,28 @@ void binary_apply(const oph::KernelContext& ctx, const TA* a, std::span<const in
     bool fa, fb;     // true: the input walks this dim; false: broadcast (stride 0)
     int64_t sa, sb;  // strides in elements
   };
-  std::vector<Dim> dims;
+  Dim dims[OPH_MAX_NDIM];  // inline: the general path does not allocate either
+  size_t ndims = 0;
   for (size_t k = 0; k < r; ++k) {
     if (oshape[k] == 1) continue;
     int64_t da = k + ashape.size() >= r ? ashape[k + ashape.size() - r] : 1;
     int64_t db = k + bshape.size() >= r ? bshape[k + bshape.size() - r] : 1;
     bool fa = da != 1, fb = db != 1;
-    if (!dims.empty() && dims.back().fa == fa && dims.back().fb == fb) dims.back().size *= oshape[k];
-    else dims.push_back({oshape[k], fa, fb, 0, 0});
+    if (ndims && dims[ndims - 1].fa == fa && dims[ndims - 1].fb == fb) dims[ndims - 1].size *= oshape[k];
+    else dims[ndims++] = {oshape[k], fa, fb, 0, 0};
   }
   int64_t acc_a = 1, acc_b = 1;
-  for (size_t k = dims.size(); k-- > 0;) {
+  for (size_t k = ndims; k-- > 0;) {
     dims[k].sa = dims[k].fa ? acc_a : 0;
     dims[k].sb = dims[k].fb ? acc_b : 0;
     if (dims[k].fa) acc_a *= dims[k].size;
     if (dims[k].fb) acc_b *= dims[k].size;
   }
-  const Dim inner = dims.back();
+  const Dim inner = dims[ndims - 1];
   const size_t inner_n = static_cast<size_t>(inner.size);
   const size_t rows = n / inner_n;
-  const size_t nd = dims.size() - 1;  // outer dims
-  const Dim* dp = dims.data();
+  const size_t nd = ndims - 1;  // outer dims
+  const Dim* dp = dims;
   ctx.parallel_for(rows, std::max<size_t>(1, kGrain / inner_n), [=](size_t lo, size_t hi) {
     for (size_t row = lo; row < hi; ++row) {
       int64_t oa = 0, ob = 0;

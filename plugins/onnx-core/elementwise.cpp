@@ -67,8 +67,8 @@ void binary_compute(const oph::KernelContext& ctx, const std::string& op) {
   if (a.dtype() != b.dtype())
     fail(op + ": inputs A and B must have the same dtype, got " + oph::dtype_name(a.dtype()) + " and " +
          oph::dtype_name(b.dtype()));
-  std::vector<int64_t> oshape = oph::broadcast_shapes(a.shape(), b.shape());
-  oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
+  const oph::SmallShape oshape = oph::broadcast_small(a.shape(), b.shape());  // no allocation on the hot path
+  oph::TensorRef y = ensure_output(ctx, 0, oshape.span(), op);
   if (!y.present()) return;
   dispatch_numeric(a.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* pb = static_cast<const T*>(b.data());
@@ -77,7 +77,7 @@ void binary_compute(const oph::KernelContext& ctx, const std::string& op) {
         if (pb[i] == 0) fail(op + ": integer division by zero");
     }
     binary_apply(ctx, static_cast<const T*>(a.data()), a.shape(), pb, b.shape(), static_cast<T*>(y.data()),
-                 std::span<const int64_t>(oshape), Op{});
+                 oshape.span(), Op{});
   });
 }
 

@@ -53,9 +53,32 @@ struct ValueInfo {
   std::vector<int64_t> shape;  // -1 for unknown/symbolic dims
 };
 
+// Memory statistics of a session's pool (ONNX Runtime's names).
+struct MemoryStats {
+  int64_t num_allocs = 0;             // allocations served (arena reservations and pool blocks)
+  int64_t num_reserves = 0;           // arenas reserved for static plans
+  int64_t bytes_in_use = 0;           // bytes handed out now
+  int64_t max_bytes_in_use = 0;       // high-water mark of bytes_in_use
+  int64_t total_allocated_bytes = 0;  // bytes obtained from the device (including cached blocks)
+  int64_t max_alloc_size = 0;         // largest single allocation
+  int64_t bytes_limit = 0;            // 0 = unlimited
+  int64_t allocs_this_run = 0;        // allocations (pool and tensors) made by the last run
+};
+
+// What the static memory plan of the model's declared shapes looks like.
+struct MemoryPlanReport {
+  bool planned = false;        // false: some shape is only known at run time
+  size_t arena_bytes = 0;      // planned peak
+  size_t lower_bound = 0;      // largest live byte total at any step
+  size_t values = 0;           // values placed in the arena
+  size_t inplace = 0;          // outputs sharing their input's buffer (MAY_INPLACE)
+};
+
 struct SessionOptions {
   // Device preference; empty = all available in discovery order with "cpu" last.
   std::vector<std::string> devices;
+  // Pool limit in bytes (0 = none): exceeding it is a clear out-of-memory error naming the node and sizes.
+  size_t mem_limit = 0;
 };
 
 class Session;
@@ -97,6 +120,12 @@ class Session {
 
   // Runs the model. Every graph input must be given exactly once; outputs are returned in graph order.
   std::vector<NamedTensor> run(const std::vector<NamedTensor>& inputs);
+  // Same, writing into `outputs`: tensors already there with the right dtype and shape are reused (a steady
+  // state of static shapes then allocates nothing); others are replaced. Safe to call from several threads.
+  void run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs);
+
+  MemoryStats memory_stats() const;
+  MemoryPlanReport memory_plan() const;
 
   struct Impl;
   explicit Session(std::unique_ptr<Impl> impl);

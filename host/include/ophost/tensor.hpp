@@ -76,6 +76,9 @@ class Tensor {
   // Deep copy.
   Tensor clone() const;
 
+  // How many Tensors share this tensor's buffer (copies share; clone() does not). 0 when there is none.
+  long data_use_count() const noexcept { return data_.use_count(); }
+
  private:
   struct Free {
     void operator()(std::byte* p) const noexcept;

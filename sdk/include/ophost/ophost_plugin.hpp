@@ -396,6 +396,29 @@ inline std::vector<int64_t> broadcast_shapes(std::span<const int64_t> a, std::sp
   return out;
 }
 
+// A shape held inline (no allocation), for hot paths in compute.
+struct SmallShape {
+  int64_t dims[OPH_MAX_NDIM] = {};
+  size_t rank = 0;
+  std::span<const int64_t> span() const noexcept { return {dims, rank}; }
+};
+
+// broadcast_shapes without allocating; same rules and errors.
+inline SmallShape broadcast_small(std::span<const int64_t> a, std::span<const int64_t> b) {
+  SmallShape out;
+  size_t n = std::max(a.size(), b.size());
+  if (n > OPH_MAX_NDIM) throw Error(OPH_CODE_OUT_OF_RANGE, "broadcast rank above OPH_MAX_NDIM");
+  out.rank = n;
+  for (size_t k = 0; k < n; ++k) {
+    int64_t da = k < n - a.size() ? 1 : a[k - (n - a.size())];
+    int64_t db = k < n - b.size() ? 1 : b[k - (n - b.size())];
+    if (da == db || db == 1) out.dims[k] = da;
+    else if (da == 1) out.dims[k] = db;
+    else broadcast_shapes(a, b);  // throws the descriptive error
+  }
+  return out;
+}
+
 // Output 0: broadcast of all present inputs; dtype of input 0 (or `dtype` when given).
 inline InferFn broadcast_inputs() {
   return [](InferContext& c) {

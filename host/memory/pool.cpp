@@ -1,0 +1,108 @@
+#include "memory/pool.hpp"
+
+#include <ophost/error.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+
+namespace ophost {
+
+RawAllocator system_allocator() {
+  RawAllocator r;
+  r.device = "cpu";
+  r.alloc = [](size_t bytes, size_t alignment) -> void* {
+    size_t a = std::max<size_t>(alignment, 64);
+    return std::aligned_alloc(a, std::max<size_t>(a, (bytes + a - 1) / a * a));
+  };
+  r.free = [](void* p) { std::free(p); };
+  return r;
+}
+
+MemoryPool::MemoryPool(RawAllocator raw, size_t bytes_limit) : raw_(std::move(raw)) {
+  stats_.bytes_limit = static_cast<int64_t>(bytes_limit);
+}
+
+MemoryPool::~MemoryPool() {
+  for (auto& [cls, blocks] : cache_)
+    for (void* p : blocks) raw_.free(p);
+}
+
+void* MemoryPool::raw_alloc(size_t bytes, const std::string& what) {
+  if (stats_.bytes_limit > 0 &&
+      stats_.total_allocated_bytes + static_cast<int64_t>(bytes) > stats_.bytes_limit) {
+    throw Error(Code::kResourceExhausted,
+                "out of memory on " + raw_.device + ": " + what + " needs " + std::to_string(bytes) +
+                    " bytes, " + std::to_string(stats_.total_allocated_bytes) + " already allocated, limit " +
+                    std::to_string(stats_.bytes_limit) + " (--mem-limit)");
+  }
+  void* p = raw_.alloc(bytes, 64);
+  if (!p) {
+    throw Error(Code::kResourceExhausted, "out of memory on " + raw_.device + ": " + what + " needs " +
+                                              std::to_string(bytes) + " bytes and the device refused");
+  }
+  stats_.total_allocated_bytes += static_cast<int64_t>(bytes);
+  stats_.max_alloc_size = std::max(stats_.max_alloc_size, static_cast<int64_t>(bytes));
+  return p;
+}
+
+void* MemoryPool::reserve(size_t bytes, const std::string& what) {
+  std::lock_guard lock(mutex_);
+  void* p = raw_alloc(std::max<size_t>(bytes, 64), what);
+  ++stats_.num_reserves;
+  ++stats_.num_allocs;
+  stats_.bytes_in_use += static_cast<int64_t>(bytes);
+  stats_.max_bytes_in_use = std::max(stats_.max_bytes_in_use, stats_.bytes_in_use);
+  return p;
+}
+
+void MemoryPool::unreserve(void* p, size_t bytes) {
+  if (!p) return;
+  std::lock_guard lock(mutex_);
+  raw_.free(p);
+  stats_.bytes_in_use -= static_cast<int64_t>(bytes);
+  stats_.total_allocated_bytes -= static_cast<int64_t>(std::max<size_t>(bytes, 64));
+}
+
+void* MemoryPool::allocate(size_t bytes, const std::string& what) {
+  size_t cls = std::bit_ceil(std::max<size_t>(bytes, 256));
+  std::lock_guard lock(mutex_);
+  void* p = nullptr;
+  auto it = cache_.find(cls);
+  if (it != cache_.end() && !it->second.empty()) {
+    p = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= cls;
+  } else {
+    p = raw_alloc(cls, what);
+  }
+  live_[p] = cls;
+  ++stats_.num_allocs;
+  stats_.bytes_in_use += static_cast<int64_t>(cls);
+  stats_.max_bytes_in_use = std::max(stats_.max_bytes_in_use, stats_.bytes_in_use);
+  return p;
+}
+
+void MemoryPool::deallocate(void* p) {
+  if (!p) return;
+  std::lock_guard lock(mutex_);
+  auto it = live_.find(p);
+  if (it == live_.end()) return;
+  size_t cls = it->second;
+  live_.erase(it);
+  stats_.bytes_in_use -= static_cast<int64_t>(cls);
+  cache_[cls].push_back(p);
+  cached_bytes_ += cls;
+}
+
+MemoryStats MemoryPool::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void MemoryPool::set_limit(size_t bytes_limit) {
+  std::lock_guard lock(mutex_);
+  stats_.bytes_limit = static_cast<int64_t>(bytes_limit);
+}
+
+}  // namespace ophost

@@ -1,0 +1,56 @@
+// Per-device memory pool on top of a backend's raw allocation: arenas reserved for static memory plans, and a
+// caching size-class pool for dynamic shapes and scratch. Statistics use ONNX Runtime's names.
+#pragma once
+
+#include <ophost/runtime.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace ophost {
+
+// Raw allocation of one device (the device backend's alloc/free, or the system allocator).
+struct RawAllocator {
+  std::string device = "cpu";
+  std::function<void*(size_t bytes, size_t alignment)> alloc;
+  std::function<void(void*)> free;
+};
+
+// The system allocator, 64-byte aligned.
+RawAllocator system_allocator();
+
+class MemoryPool {
+ public:
+  explicit MemoryPool(RawAllocator raw, size_t bytes_limit = 0);
+  ~MemoryPool();
+  MemoryPool(const MemoryPool&) = delete;
+  MemoryPool& operator=(const MemoryPool&) = delete;
+
+  // An arena of `bytes` for a static plan (counted in num_reserves). `what` names the user in errors.
+  // Throws Error(kResourceExhausted) past bytes_limit, naming `what` and the sizes.
+  void* reserve(size_t bytes, const std::string& what);
+  void unreserve(void* p, size_t bytes);
+  // Size-class cached allocation (rounded up to a power of two >= 256 bytes); cached blocks are reused.
+  void* allocate(size_t bytes, const std::string& what);
+  void deallocate(void* p);
+
+  MemoryStats stats() const;
+  void set_limit(size_t bytes_limit);
+  const std::string& device() const noexcept { return raw_.device; }
+
+ private:
+  void* raw_alloc(size_t bytes, const std::string& what);
+  RawAllocator raw_;
+  mutable std::mutex mutex_;
+  MemoryStats stats_{};
+  std::map<size_t, std::vector<void*>> cache_;  // size class -> free blocks
+  std::map<void*, size_t> live_;                // block -> size class
+  size_t cached_bytes_ = 0;
+};
+
+}  // namespace ophost
