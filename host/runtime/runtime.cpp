@@ -143,6 +143,31 @@ MemoryStats Session::memory_stats() const {
   s.allocs_this_run = impl_->last_run_allocs.load(std::memory_order_relaxed);
   return s;
 }
+size_t Session::node_count() const noexcept { return impl_->nodes.size(); }
+
+MemoryPlanReport Session::memory_plan(const std::vector<std::vector<int64_t>>& input_shapes) const {
+  if (input_shapes.size() != impl_->input_values.size()) {
+    throw Error(Code::kInvalidArgument, "memory_plan: " + std::to_string(input_shapes.size()) + " shapes for " +
+                                            std::to_string(impl_->input_values.size()) + " inputs");
+  }
+  std::vector<ValueMeta> in_meta;
+  for (size_t i = 0; i < input_shapes.size(); ++i) {
+    ValueMeta vm;
+    vm.dtype = impl_->input_infos[i].dtype;
+    vm.rank_known = true;
+    vm.shape = input_shapes[i];
+    in_meta.push_back(std::move(vm));
+  }
+  auto p = impl_->make_plan(input_shapes, impl_->infer_all(in_meta));
+  MemoryPlanReport r;
+  r.planned = p->planned;
+  r.arena_bytes = p->arena_bytes;
+  r.lower_bound = p->lower_bound;
+  r.values = p->placed;
+  r.inplace = p->inplace;
+  return r;
+}
+
 MemoryPlanReport Session::memory_plan() const {
   MemoryPlanReport r;
   if (const auto& p = impl_->static_exec; p && p->planned) {

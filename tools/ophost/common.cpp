@@ -2,6 +2,8 @@
 
 #include <ophost/error.hpp>
 
+#include "model/npy.hpp"
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -9,9 +11,89 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 namespace ophost::cli {
+
+namespace {
+std::pair<std::string, std::string> split_kv(const std::string& s, const char* opt) {
+  auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
+    throw Error(Code::kInvalidArgument, std::string("--") + opt + " expects NAME=VALUE, got '" + s + "'");
+  }
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+std::vector<int64_t> parse_dims(const std::string& name, const std::string& text) {
+  std::vector<int64_t> dims;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string tok = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    try {
+      size_t used = 0;
+      long long v = std::stoll(tok, &used);
+      if (used != tok.size() || v < 0) throw std::invalid_argument(tok);
+      dims.push_back(v);
+    } catch (const std::exception&) {
+      throw Error(Code::kInvalidArgument, "--shape " + name + "=" + text + ": '" + tok +
+                                              "' is not a non-negative integer");
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return dims;
+}
+
+}  // namespace
+
+std::vector<NamedTensor> prepare_inputs(const Session& session, const std::vector<std::string>& inputs, bool random,
+                                       const std::vector<std::string>& shapes) {
+  std::map<std::string, std::vector<int64_t>> shape_of;
+  for (const std::string& s : shapes) {
+    auto [name, text] = split_kv(s, "shape");
+    shape_of[name] = parse_dims(name, text);
+  }
+  std::vector<NamedTensor> feeds;
+  for (const std::string& s : inputs) {
+    auto [name, file] = split_kv(s, "input");
+    feeds.push_back({name, read_npy(file)});
+  }
+  for (const ValueInfo& in : session.inputs()) {
+    bool given = std::any_of(feeds.begin(), feeds.end(), [&](const NamedTensor& f) { return f.name == in.name; });
+    if (given) continue;
+    if (!random) {
+      throw Error(Code::kInvalidArgument, "input '" + in.name + "' (" + dtype_name(in.dtype) + " " +
+                                              shape_to_string(in.shape) +
+                                              ") is not given; use --input " + in.name + "=FILE.npy or --random");
+    }
+    std::vector<int64_t> dims = in.shape;
+    if (auto it = shape_of.find(in.name); it != shape_of.end()) {
+      dims = it->second;
+    } else if (std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) {
+      throw Error(Code::kInvalidArgument, "input '" + in.name + "' has unknown dimensions " + shape_to_string(dims) +
+                                              "; give them with --shape " + in.name + "=D0,D1,...");
+    }
+    feeds.push_back({in.name, random_tensor(in.dtype, dims)});
+  }
+  for (const auto& [name, dims] : shape_of) {
+    if (std::none_of(session.inputs().begin(), session.inputs().end(),
+                     [&](const ValueInfo& v) { return v.name == name; })) {
+      throw Error(Code::kInvalidArgument, "--shape names '" + name + "', which is not an input of the model");
+    }
+  }
+  return feeds;
+}
+
+void add_input_options(po::options_description& desc, std::vector<std::string>& inputs, bool& random,
+                       std::vector<std::string>& shapes) {
+  desc.add_options()("input", po::value(&inputs)->composing(),
+                     "NAME=FILE.npy: feed graph input NAME from a .npy file (repeatable)")(
+      "random", po::bool_switch(&random),
+      "fill every input not given with --input deterministically (same values as ort-run.js --random)")(
+      "shape", po::value(&shapes)->composing(), "NAME=D0,D1,...: shape of a --random input with unknown dims");
+}
 
 void add_common_options(po::options_description& desc, CommonOptions& opts) {
   desc.add_options()

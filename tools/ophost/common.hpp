@@ -31,6 +31,13 @@ RuntimeOptions runtime_options(const CommonOptions& opts);
 bool parse(int argc, char** argv, const po::options_description& visible, const po::options_description& all,
            const po::positional_options_description& pos, po::variables_map& vm, const std::string& usage);
 
+// Graph inputs from --input NAME=FILE.npy, --random (deterministic fill) and --shape NAME=D0,D1 (for --random
+// inputs with unknown dims). Throws Error naming the input on any problem.
+std::vector<NamedTensor> prepare_inputs(const Session& session, const std::vector<std::string>& inputs, bool random,
+                                       const std::vector<std::string>& shapes);
+void add_input_options(po::options_description& desc, std::vector<std::string>& inputs, bool& random,
+                       std::vector<std::string>& shapes);
+
 // "float32 [2,8]  min -1 max 6 mean 0.25  [0.1, 0.2, ...]"
 std::string summarize(const Tensor& t);
 
@@ -42,5 +49,7 @@ inline constexpr int kExitUsage = 2;
 int cmd_run(int argc, char** argv);
 int cmd_plugins(int argc, char** argv);
 int cmd_pack(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+int cmd_inspect(int argc, char** argv);
 
 }  // namespace ophost::cli

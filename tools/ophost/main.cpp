@@ -19,6 +19,8 @@ constexpr const char* kUsage =
     "Commands:\n"
     "  run MODEL        run an ONNX model through the loaded packs and print its outputs\n"
     "  plugins [-v]     list the plugins found, their ops and devices, and every rejected plugin with the reason\n"
+    "  bench MODEL      latency percentiles, jitter, allocations per run and pool peak\n"
+    "  inspect MODEL    inputs, outputs, node count and (--memory) the static memory plan\n"
     "  pack manifest    write ophost-plugin.json for a built plugin library (used by ophost_add_plugin)\n"
     "\n"
     "Plugins are searched in --plugin-path, then $OPHOST_PLUGIN_PATH (colon-separated), then\n"
@@ -43,6 +45,8 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(argc - 1, argv + 1);
     if (cmd == "plugins") return cmd_plugins(argc - 1, argv + 1);
     if (cmd == "pack") return cmd_pack(argc - 1, argv + 1);
+    if (cmd == "bench") return cmd_bench(argc - 1, argv + 1);
+    if (cmd == "inspect") return cmd_inspect(argc - 1, argv + 1);
     std::cerr << "ophost: unknown command '" << cmd << "'\n\n" << kUsage;
     return kExitUsage;
   } catch (const boost::program_options::error& e) {

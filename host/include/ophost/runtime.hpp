@@ -126,6 +126,10 @@ class Session {
 
   MemoryStats memory_stats() const;
   MemoryPlanReport memory_plan() const;
+  // The static plan for these graph-input shapes (in input order), computed without running.
+  MemoryPlanReport memory_plan(const std::vector<std::vector<int64_t>>& input_shapes) const;
+  // Number of nodes that run (Constant nodes folded at load excluded).
+  size_t node_count() const noexcept;
 
   struct Impl;
   explicit Session(std::unique_ptr<Impl> impl);

@@ -1,0 +1,122 @@
+// ophost bench MODEL: latency distribution, allocations per run and pool peak, in the same process.
+#include "common.hpp"
+
+#include <ophost/error.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+namespace ophost::cli {
+
+int cmd_bench(int argc, char** argv) {
+  CommonOptions common;
+  std::string model, json_out;
+  std::vector<std::string> inputs, shapes;
+  bool random = false;
+  int warmup = 5, iterations = 0;
+  double seconds = 2.0;
+  po::options_description visible("Options");
+  visible.add_options()("help,h", "show this help")(
+      "warmup", po::value(&warmup)->default_value(5), "untimed runs first")(
+      "iterations,n", po::value(&iterations)->default_value(0), "timed runs (0: run for --time seconds)")(
+      "time", po::value(&seconds)->default_value(2.0), "time budget in seconds when --iterations is 0")(
+      "json", po::value(&json_out), "also write the results as JSON to FILE (- for stdout)");
+  add_input_options(visible, inputs, random, shapes);
+  add_common_options(visible, common);
+  po::options_description all;
+  all.add(visible).add_options()("model", po::value(&model));
+  po::positional_options_description pos;
+  pos.add("model", 1);
+  po::variables_map vm;
+  if (!parse(argc, argv, visible, all, pos, vm,
+             "Usage: ophost bench MODEL [--random | --input NAME=FILE.npy ...] [--threads N] [-n N | --time S]\n\n"
+             "Runs MODEL repeatedly after a warm-up and prints p50/p90/p99/min latency, the jitter (p99/p50),\n"
+             "allocations per run and the pool's peak bytes. Inputs as for `ophost run`.\n")) {
+    return kExitOk;
+  }
+  if (model.empty()) throw po::error("missing MODEL");
+  if (warmup < 0 || iterations < 0 || !(seconds > 0)) throw po::error("--warmup, -n and --time must be positive");
+  setup_logging(common.log_level, "warn");
+
+  Runtime runtime(runtime_options(common));
+  auto session = runtime.load(model);
+  std::vector<NamedTensor> feeds = prepare_inputs(*session, inputs, random, shapes);
+  std::vector<NamedTensor> outputs;
+  for (int i = 0; i < warmup; ++i) session->run(feeds, outputs);
+
+  using clock = std::chrono::steady_clock;
+  std::vector<double> ms;
+  int64_t allocs = 0;
+  auto start = clock::now();
+  for (int i = 0; iterations ? i < iterations : true; ++i) {
+    auto a = clock::now();
+    session->run(feeds, outputs);
+    auto b = clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(b - a).count());
+    allocs += session->memory_stats().allocs_this_run;
+    if (!iterations && std::chrono::duration<double>(b - start).count() >= seconds && ms.size() >= 10) break;
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  auto q = [&](double p) { return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * sorted.size()))]; };
+  double mean = 0;
+  for (double v : ms) mean += v;
+  mean /= static_cast<double>(ms.size());
+  MemoryStats st = session->memory_stats();
+  std::vector<std::vector<int64_t>> in_shapes;
+  for (const ValueInfo& in : session->inputs()) {
+    for (const NamedTensor& f : feeds)
+      if (f.name == in.name) in_shapes.emplace_back(f.tensor.shape().begin(), f.tensor.shape().end());
+  }
+  MemoryPlanReport plan = session->memory_plan(in_shapes);
+  double per_run_allocs = static_cast<double>(allocs) / static_cast<double>(ms.size());
+  size_t nodes = session->node_count();
+
+  std::printf("model: %s (%zu nodes)\n", model.c_str(), nodes);
+  std::printf("runs: %zu after %d warm-up, intra-op threads %d\n", ms.size(), warmup,
+              common.threads ? common.threads : 0);
+  std::printf("latency ms: p50 %.4f  p90 %.4f  p99 %.4f  min %.4f  mean %.4f\n", q(0.5), q(0.9), q(0.99),
+              sorted.front(), mean);
+  std::printf("per node: p50 %.1f ns\n", nodes ? q(0.5) * 1e6 / static_cast<double>(nodes) : 0.0);
+  std::printf("jitter p99/p50: %.3f\n", q(0.99) / q(0.5));
+  std::printf("allocations per run: %.2f   pool peak bytes: %lld (arena planned %zu, lower bound %zu%s)\n",
+              per_run_allocs, static_cast<long long>(st.max_bytes_in_use), plan.arena_bytes, plan.lower_bound,
+              plan.planned ? "" : ", shapes dynamic: not planned");
+  if (!json_out.empty()) {
+    nlohmann::json j = {{"model", model},
+                        {"nodes", nodes},
+                        {"runs", ms.size()},
+                        {"warmup", warmup},
+                        {"threads", common.threads},
+                        {"p50_ms", q(0.5)},
+                        {"p90_ms", q(0.9)},
+                        {"p99_ms", q(0.99)},
+                        {"min_ms", sorted.front()},
+                        {"mean_ms", mean},
+                        {"per_node_ns", nodes ? q(0.5) * 1e6 / static_cast<double>(nodes) : 0.0},
+                        {"jitter_p99_p50", q(0.99) / q(0.5)},
+                        {"allocations_per_run", per_run_allocs},
+                        {"pool", {{"num_allocs", st.num_allocs},
+                                  {"num_reserves", st.num_reserves},
+                                  {"max_bytes_in_use", st.max_bytes_in_use},
+                                  {"total_allocated_bytes", st.total_allocated_bytes},
+                                  {"max_alloc_size", st.max_alloc_size}}},
+                        {"plan", {{"planned", plan.planned},
+                                  {"arena_bytes", plan.arena_bytes},
+                                  {"lower_bound", plan.lower_bound}}}};
+    if (json_out == "-") {
+      std::cout << j.dump() << "\n";
+    } else {
+      std::ofstream f(json_out);
+      if (!f) throw Error(Code::kInvalidArgument, "cannot write --json file '" + json_out + "'");
+      f << j.dump(2) << "\n";
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace ophost::cli

@@ -1,0 +1,61 @@
+// ophost inspect MODEL: what the model holds, how it resolves, and its memory plan.
+#include "common.hpp"
+
+#include <iostream>
+#include <map>
+
+namespace ophost::cli {
+
+int cmd_inspect(int argc, char** argv) {
+  CommonOptions common;
+  std::string model;
+  std::vector<std::string> shapes;
+  bool memory = false;
+  po::options_description visible("Options");
+  visible.add_options()("help,h", "show this help")("memory", po::bool_switch(&memory),
+                                                    "print the static memory plan: planned peak vs lower bound")(
+      "shape", po::value(&shapes)->composing(), "NAME=D0,D1,...: shape of an input with unknown dims (for --memory)");
+  add_common_options(visible, common);
+  po::options_description all;
+  all.add(visible).add_options()("model", po::value(&model));
+  po::positional_options_description pos;
+  pos.add("model", 1);
+  po::variables_map vm;
+  if (!parse(argc, argv, visible, all, pos, vm,
+             "Usage: ophost inspect MODEL [--memory] [--shape NAME=D0,D1,...]\n\n"
+             "Loads MODEL (resolving every node against the loaded packs) and prints its inputs, outputs and\n"
+             "node count; with --memory, the static memory plan's arena size beside the lower bound (the\n"
+             "largest total of live bytes at any step).\n")) {
+    return kExitOk;
+  }
+  if (model.empty()) throw po::error("missing MODEL");
+  setup_logging(common.log_level, "warn");
+  Runtime runtime(runtime_options(common));
+  auto session = runtime.load(model);
+  std::cout << "model: " << model << "\n";
+  for (const ValueInfo& v : session->inputs())
+    std::cout << "input  " << v.name << ": " << dtype_name(v.dtype) << " " << shape_to_string(v.shape) << "\n";
+  for (const ValueInfo& v : session->outputs())
+    std::cout << "output " << v.name << ": " << dtype_name(v.dtype) << " " << shape_to_string(v.shape) << "\n";
+  std::cout << "nodes: " << session->node_count() << " (Constant nodes folded at load not counted)\n";
+  if (memory) {
+    // Feed shapes: declared ones, overridden by --shape; every dim must be known.
+    std::vector<NamedTensor> feeds = prepare_inputs(*session, {}, true, shapes);
+    std::vector<std::vector<int64_t>> in_shapes;
+    for (const ValueInfo& in : session->inputs())
+      for (const NamedTensor& f : feeds)
+        if (f.name == in.name) in_shapes.emplace_back(f.tensor.shape().begin(), f.tensor.shape().end());
+    MemoryPlanReport p = session->memory_plan(in_shapes);
+    if (!p.planned) {
+      std::cout << "memory: not planned statically (some shape is only known while running)\n";
+    } else {
+      double ratio = p.lower_bound ? double(p.arena_bytes) / double(p.lower_bound) : 1.0;
+      std::printf("memory: planned peak %zu bytes, lower bound %zu bytes, ratio %.3f; %zu values in the arena, "
+                  "%zu in place\n",
+                  p.arena_bytes, p.lower_bound, ratio, p.values, p.inplace);
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace ophost::cli
