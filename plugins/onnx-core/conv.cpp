@@ -6,9 +6,9 @@
 // blocked activation layout too (its jit kernels need one); the activations are then reordered on the way in
 // and out, which still beats the plain-layout fallback by a wide margin.
 //
-// Threads: Debian's oneDNN uses the OpenMP runtime. When the host gives this pack a "threads" config value
-// (config_get(host, "onnx-core", "threads")), every primitive runs with omp_set_num_threads(that) on the calling
-// thread; otherwise oneDNN keeps OpenMP's default (OMP_NUM_THREADS, else one thread per core).
+// Threads: Debian's oneDNN uses the OpenMP runtime. Every primitive runs after omp_set_num_threads(n) on the
+// calling thread, n from dnnl_threads() below (host config, else the host pool's size); OMP_NUM_THREADS set by
+// the user is left alone.
 #include "common.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -18,6 +18,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <thread>
+#include <atomic>
 
 namespace onnx_core {
 namespace {
@@ -30,15 +33,50 @@ dnnl::engine& cpu_engine() {
   return eng;
 }
 
-// Threads for oneDNN: the host's config value for this pack, 0 = leave OpenMP's default.
+// Threads the host's parallel_for actually uses: distinct threads that run chunks of a probe loop (a few
+// hundred microseconds, once per process, at the first convolution's kernel creation, when nothing else runs).
+int host_pool_threads() {
+  static const int n = [] {
+    const oph_host_services* s = oph::services();
+    if (!s || !s->parallel_for) return 1;
+    struct Probe {
+      std::mutex mu;
+      std::set<std::thread::id> ids;
+      std::atomic<uint64_t> sink{0};
+    } probe;
+    s->parallel_for(
+        s->host, 4096, 1,
+        [](void* user, size_t b, size_t e) {
+          auto* p = static_cast<Probe*>(user);
+          uint64_t x = b;
+          for (size_t i = b; i < e; ++i)
+            for (int k = 0; k < 200; ++k) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+          p->sink += x;
+          std::lock_guard lock(p->mu);
+          p->ids.insert(std::this_thread::get_id());
+        },
+        &probe);
+    return std::max<int>(1, static_cast<int>(probe.ids.size()));
+  }();
+  return n;
+}
+
+// Threads for oneDNN's OpenMP team, in this order: the host's config value for this pack
+// (config_get(host, "onnx-core", "threads")); 0 = leave OpenMP alone when the user set OMP_NUM_THREADS;
+// else the number of threads the host's intra-op pool runs parallel_for on (so `--threads 1` gives one
+// oneDNN thread and oneDNN never runs more threads than the host offers).
 int dnnl_threads() {
   static const int n = [] {
     const oph_host_services* s = oph::services();
-    if (!s || !s->config_get) return 0;
-    const char* v = s->config_get(s->host, "onnx-core", "threads");
-    if (!v || !*v) return 0;
-    int t = std::atoi(v);
-    return t > 0 ? t : 0;
+    if (s && s->config_get) {
+      const char* v = s->config_get(s->host, "onnx-core", "threads");
+      if (v && *v) {
+        int t = std::atoi(v);
+        if (t > 0) return t;
+      }
+    }
+    if (const char* env = std::getenv("OMP_NUM_THREADS"); env && *env) return 0;
+    return host_pool_threads();
   }();
   return n;
 }
