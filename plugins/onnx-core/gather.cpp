@@ -1,6 +1,6 @@
 // onnx-core: indexing, data movement and tensor construction: Cast, CastLike, Shape, Size, Gather,
 // GatherElements, ScatterElements, Slice, Expand, Tile, Range, ConstantOfShape, Split, Pad, CumSum, OneHot,
-// NonZero, TopK, DepthToSpace, SpaceToDepth, Trilu.
+// NonZero, TopK, DepthToSpace, SpaceToDepth, Trilu, GatherND, ScatterND, Scatter, Compress, EyeLike.
 // Shape-like inputs (Slice starts/ends/axes/steps, Expand shape, Tile repeats, Pad pads, Split split, TopK K,
 // OneHot depth, Range scalars, ConstantOfShape shape) are delivered in host memory; when they are constants,
 // infer() computes the output shape, otherwise the output is allocated in compute.
@@ -1506,6 +1506,252 @@ void register_trilu(oph::Pack& pack) {
   add_types(b, "T", kAll);
 }
 
+
+// ---------------------------------------------------------------------------------------------------------
+// GatherND, ScatterND, Compress, EyeLike
+// ---------------------------------------------------------------------------------------------------------
+
+struct NdGeometry {
+  size_t batch = 1, per_batch = 1, last = 0, slice = 1;
+  std::vector<int64_t> data_strides;  // element strides of the indexed dims (within one batch)
+  std::vector<int64_t> dims;          // sizes of the indexed dims
+  size_t batch_stride = 0;            // elements of data per batch
+};
+
+NdGeometry nd_geometry(std::span<const int64_t> data, std::span<const int64_t> idx, int64_t b, const std::string& op) {
+  if (idx.empty()) fail(op + ": indices must have rank >= 1");
+  NdGeometry g;
+  g.last = static_cast<size_t>(idx.back());
+  if (static_cast<int64_t>(g.last) + b > static_cast<int64_t>(data.size()))
+    fail(op + ": indices.shape[-1] + batch_dims exceeds the data rank");
+  for (int64_t k = 0; k < b; ++k) g.batch *= static_cast<size_t>(data[k]);
+  for (size_t k = static_cast<size_t>(b); k + 1 < idx.size(); ++k) g.per_batch *= static_cast<size_t>(idx[k]);
+  for (size_t k = static_cast<size_t>(b) + g.last; k < data.size(); ++k) g.slice *= static_cast<size_t>(data[k]);
+  auto st = compact_strides(data);
+  for (size_t k = 0; k < g.last; ++k) {
+    g.data_strides.push_back(st[static_cast<size_t>(b) + k]);
+    g.dims.push_back(data[static_cast<size_t>(b) + k]);
+  }
+  g.batch_stride = b > 0 ? static_cast<size_t>(st[static_cast<size_t>(b) - 1]) : 0;
+  return g;
+}
+
+int64_t nd_offset(const NdGeometry& g, const int64_t* ix, const std::string& op) {
+  int64_t off = 0;
+  for (size_t k = 0; k < g.last; ++k) {
+    int64_t v = ix[k];
+    if (v < -g.dims[k] || v >= g.dims[k]) fail(op + ": index " + std::to_string(v) + " is out of range");
+    if (v < 0) v += g.dims[k];
+    off += v * g.data_strides[k];
+  }
+  return off;
+}
+
+std::vector<int64_t> gathernd_shape(std::span<const int64_t> data, std::span<const int64_t> idx, int64_t b) {
+  std::vector<int64_t> out(idx.begin(), idx.end() - 1);
+  for (size_t k = static_cast<size_t>(b + idx.back()); k < data.size(); ++k) out.push_back(data[k]);
+  return out;
+}
+
+void gathernd_compute(const oph::KernelContext& ctx, int32_t since) {
+  const std::string op = "GatherND";
+  oph::TensorRef data = input(ctx, 0, op), idx = input(ctx, 1, op);
+  const int64_t b = since >= 12 ? ctx.attr<int64_t>("batch_dims") : 0;
+  NdGeometry g = nd_geometry(data.shape(), idx.shape(), b, op);
+  oph::TensorRef y = ensure_output(ctx, 0, gathernd_shape(data.shape(), idx.shape(), b), op);
+  if (!y.present()) return;
+  const size_t es = elem_size(data.dtype()), block = g.slice * es;
+  const int64_t* I = static_cast<const int64_t*>(idx.data());
+  const char* S = static_cast<const char*>(data.data());
+  char* D = static_cast<char*>(y.data());
+  for (size_t bt = 0; bt < g.batch; ++bt)
+    for (size_t j = 0; j < g.per_batch; ++j) {
+      const size_t r = bt * g.per_batch + j;
+      int64_t off = nd_offset(g, I + r * g.last, op);
+      std::memcpy(D + r * block, S + (bt * g.batch_stride + static_cast<size_t>(off)) * es, block);
+    }
+}
+
+void scatternd_compute(const oph::KernelContext& ctx, int32_t since) {
+  const std::string op = "ScatterND";
+  oph::TensorRef data = input(ctx, 0, op), idx = input(ctx, 1, op), upd = input(ctx, 2, op);
+  std::string red = since >= 16 ? ctx.attr<std::string>("reduction") : "none";
+  if (red != "none" && red != "add" && red != "mul" && !(since >= 18 && (red == "max" || red == "min")))
+    fail(op + ": reduction '" + red + "' is not supported in this opset");
+  NdGeometry g = nd_geometry(data.shape(), idx.shape(), 0, op);
+  oph::TensorRef y = ensure_output(ctx, 0, data.shape(), op);
+  if (!y.present()) return;
+  copy_bytes(ctx, y.data(), data.data(), data.size() * elem_size(data.dtype()));
+  const int64_t* I = static_cast<const int64_t*>(idx.data());
+  dispatch_any(data.dtype(), op, [&]<class T>(std::type_identity<T>) {
+    const T* U = static_cast<const T*>(upd.data());
+    T* D = static_cast<T*>(y.data());
+    for (size_t j = 0; j < g.per_batch; ++j) {
+      int64_t off = nd_offset(g, I + j * g.last, op);
+      for (size_t e = 0; e < g.slice; ++e) {
+        T& dst = D[static_cast<size_t>(off) + e];
+        const T& u = U[j * g.slice + e];
+        if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BF16>) {
+          if (red != "none") fail(op + ": reductions on 16-bit floats are not supported", OPH_CODE_UNIMPLEMENTED);
+          dst = u;
+        } else {
+          dst = scatter_reduce(red, dst, u);
+        }
+      }
+    }
+  });
+}
+
+void compress_compute(const oph::KernelContext& ctx, int32_t since) {
+  const std::string op = "Compress";
+  oph::TensorRef x = input(ctx, 0, op), cond = input(ctx, 1, op);
+  const bool* C = static_cast<const bool*>(cond.data());
+  const size_t es = elem_size(x.dtype());
+  const char* S = static_cast<const char*>(x.data());
+  if (!ctx.attrs().has("axis")) {
+    std::vector<size_t> keep;
+    for (size_t i = 0; i < std::min(cond.size(), x.size()); ++i)
+      if (C[i]) keep.push_back(i);
+    int64_t n = static_cast<int64_t>(keep.size());
+    oph::TensorRef y = ensure_output(ctx, 0, std::span<const int64_t>(&n, 1), op);
+    if (!y.present()) return;
+    char* D = static_cast<char*>(y.data());
+    for (size_t i = 0; i < keep.size(); ++i) std::memcpy(D + i * es, S + keep[i] * es, es);
+    return;
+  }
+  const int64_t axis = normalize_axis(ctx.attr<int64_t>("axis"), x.ndim(), since >= 11, op);
+  const size_t len = static_cast<size_t>(x.shape()[axis]);
+  std::vector<size_t> keep;
+  for (size_t i = 0; i < std::min(cond.size(), len); ++i)
+    if (C[i]) keep.push_back(i);
+  std::vector<int64_t> oshape(x.shape().begin(), x.shape().end());
+  oshape[static_cast<size_t>(axis)] = static_cast<int64_t>(keep.size());
+  oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
+  if (!y.present()) return;
+  size_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < axis; ++k) outer *= static_cast<size_t>(x.shape()[k]);
+  for (int64_t k = axis + 1; k < x.ndim(); ++k) inner *= static_cast<size_t>(x.shape()[k]);
+  char* D = static_cast<char*>(y.data());
+  for (size_t o = 0; o < outer; ++o)
+    for (size_t i = 0; i < keep.size(); ++i)
+      std::memcpy(D + (o * keep.size() + i) * inner * es, S + (o * len + keep[i]) * inner * es, inner * es);
+}
+
+void register_nd(oph::Pack& pack) {
+  for (auto vr : {std::pair{11, 11}, std::pair{12, OPH_OPSET_MAX}}) {
+    const int32_t since = vr.first, until = vr.second;
+    oph::OpBuilder& b = pack.op(kDomain, "GatherND")
+                            .versions(since, until)
+                            .doc("slices of data at the index tuples in the last dim of indices")
+                            .input("data", "T")
+                            .input("indices", "I")
+                            .output("output", "T")
+                            .types("I", {i64})
+                            .infer([since](oph::InferContext& c) {
+                              if (!c.input_rank_known(0) || !c.input_rank_known(1) || c.input_shape(1).empty() ||
+                                  c.input_shape(1).back() < 0) {
+                                c.set_output_unknown_rank(0, c.input_dtype(0));
+                                return;
+                              }
+                              int64_t b = since >= 12 ? c.attr<int64_t>("batch_dims") : 0;
+                              c.set_output(0, c.input_dtype(0), gathernd_shape(c.input_shape(0), c.input_shape(1), b));
+                            })
+                            .compute([since](oph::KernelContext& ctx) { gathernd_compute(ctx, since); });
+    if (since >= 12) b.attr("batch_dims", int64_t{0});
+    add_types(b, "T", kAll);
+  }
+  for (auto vr : {std::pair{11, 15}, std::pair{16, 17}, std::pair{18, OPH_OPSET_MAX}}) {
+    const int32_t since = vr.first, until = vr.second;
+    oph::OpBuilder& b = pack.op(kDomain, "ScatterND")
+                            .versions(since, until)
+                            .doc("data with updates written at the index tuples (optionally reduced)")
+                            .input("data", "T")
+                            .input("indices", "I")
+                            .input("updates", "T")
+                            .output("output", "T")
+                            .types("I", {i64})
+                            .infer(oph::same_as_input(0))
+                            .compute([since](oph::KernelContext& ctx) { scatternd_compute(ctx, since); });
+    if (since >= 16) b.attr("reduction", std::string("none"));
+    add_types(b, "T", kAll);
+  }
+  {
+    // Scatter (9-10) is ScatterElements without reduction.
+    oph::OpBuilder& b = pack.op(kDomain, "Scatter")
+                            .versions(9, 10)
+                            .doc("deprecated alias of ScatterElements")
+                            .attr("axis", int64_t{0})
+                            .input("data", "T")
+                            .input("indices", "Tind")
+                            .input("updates", "T")
+                            .output("output", "T")
+                            .types("Tind", {i32, i64})
+                            .infer(oph::same_as_input(0))
+                            .compute([](oph::KernelContext& ctx) { scatter_elements_compute(ctx, 11); });
+    add_types(b, "T", kAll);
+  }
+  for (auto vr : {std::pair{9, 10}, std::pair{11, OPH_OPSET_MAX}}) {
+    const int32_t since = vr.first, until = vr.second;
+    oph::OpBuilder& b = pack.op(kDomain, "Compress")
+                            .versions(since, until)
+                            .doc("slices of input along axis where condition is true (flattened without axis)")
+                            .optional_attr("axis", OPH_ATTR_INT)
+                            .input("input", "T")
+                            .input("condition", "T1")
+                            .output("output", "T")
+                            .types("T1", {boolean})
+                            .infer([since](oph::InferContext& c) {
+                              if (!c.attrs().has("axis")) {
+                                c.set_output(0, c.input_dtype(0), {OPH_DIM_UNKNOWN});
+                                return;
+                              }
+                              if (!c.input_rank_known(0)) {
+                                c.set_output_unknown_rank(0, c.input_dtype(0));
+                                return;
+                              }
+                              std::vector<int64_t> s(c.input_shape(0).begin(), c.input_shape(0).end());
+                              int64_t a = normalize_axis(c.attr<int64_t>("axis"), static_cast<int64_t>(s.size()), since >= 11, "Compress");
+                              s[static_cast<size_t>(a)] = OPH_DIM_UNKNOWN;
+                              c.set_output(0, c.input_dtype(0), s);
+                            })
+                            .compute([since](oph::KernelContext& ctx) { compress_compute(ctx, since); });
+    add_types(b, "T", kAll);
+  }
+  {
+    oph::OpBuilder& b =
+        pack.op(kDomain, "EyeLike")
+            .versions(9, OPH_OPSET_MAX)
+            .doc("2-D tensor with ones on the k-th diagonal, shaped like the input")
+            .optional_attr("dtype", OPH_ATTR_INT)
+            .attr("k", int64_t{0})
+            .input("input", "T1")
+            .output("output", "T2")
+            .infer([](oph::InferContext& c) {
+              oph_dtype dt = c.attrs().has("dtype") ? dtype_from_onnx(c.attr<int64_t>("dtype"), "EyeLike") : c.input_dtype(0);
+              if (c.input_rank_known(0) && c.input_shape(0).size() != 2) fail("EyeLike: input must be 2-D");
+              if (!c.input_rank_known(0)) c.set_output_unknown_rank(0, dt);
+              else c.set_output(0, dt, c.input_shape(0));
+            })
+            .compute([](oph::KernelContext& ctx) {
+              oph::TensorRef x = ctx.input(0);
+              if (x.ndim() != 2) fail("EyeLike: input must be 2-D");
+              oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "EyeLike");
+              if (!y.present()) return;
+              const int64_t R = x.shape()[0], C = x.shape()[1], k = ctx.attr<int64_t>("k");
+              dispatch_any(y.dtype(), "EyeLike", [&]<class T>(std::type_identity<T>) {
+                T* Y = static_cast<T*>(y.data());
+                std::memset(static_cast<void*>(Y), 0, y.size() * sizeof(T));
+                for (int64_t i = 0; i < R; ++i) {
+                  int64_t j = i + k;
+                  if (j >= 0 && j < C) Y[i * C + j] = convert<T>(1.0);
+                }
+              });
+            });
+    add_types(b, "T1", kAll);
+    add_types(b, "T2", kAll);
+  }
+}
+
 }  // namespace
 
 void register_gather(oph::Pack& pack) {
@@ -1520,6 +1766,7 @@ void register_gather(oph::Pack& pack) {
   register_misc(pack);
   register_depth_space(pack);
   register_trilu(pack);
+  register_nd(pack);
 }
 
 static const Family kFamily("gather", &register_gather);

@@ -180,7 +180,7 @@ void loss_compute(const oph::KernelContext& ctx, bool softmax) {
   if (x.ndim() < 2) fail(op + ": input must have shape [N, C, ...]");
   if (target.ndim() != x.ndim() - 1) fail(op + ": target must have shape [N, d1, ...]");
   const size_t N = static_cast<size_t>(x.shape()[0]), C = static_cast<size_t>(x.shape()[1]);
-  const size_t D = N * C ? x.size() / (N * C) : 0;
+  const size_t D = (N * C) != 0 ? x.size() / (N * C) : 0;
   std::vector<int64_t> oshape;
   if (l.reduction == "none") oshape.assign(target.shape().begin(), target.shape().end());
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);

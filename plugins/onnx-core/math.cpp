@@ -379,6 +379,81 @@ void register_math(oph::Pack& pack) {
                             .may_inplace(0, 0);
     add_types(b, "T", kFloat);
   }
+  // IsNaN 9+, IsInf 10+ (detect_negative, detect_positive): bool outputs.
+  {
+    oph::OpBuilder& b = pack.op(kDomain, "IsNaN")
+                            .versions(9, OPH_OPSET_MAX)
+                            .doc("Y = isnan(X)")
+                            .input("X", "T1")
+                            .output("Y", "T2")
+                            .types("T2", {boolean})
+                            .infer([](oph::InferContext& c) {
+                              if (!c.input_rank_known(0)) c.set_output_unknown_rank(0, boolean);
+                              else c.set_output(0, boolean, c.input_shape(0));
+                            })
+                            .compute([](oph::KernelContext& ctx) {
+                              oph::TensorRef x = input(ctx, 0, "IsNaN");
+                              oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "IsNaN");
+                              if (!y.present()) return;
+                              dispatch_float(x.dtype(), "IsNaN", [&]<class T>(std::type_identity<T>) {
+                                unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<bool*>(y.data()), x.size(),
+                                            [](T v) { return std::isnan(v); });
+                              });
+                            });
+    add_types(b, "T1", kFloat);
+  }
+  {
+    oph::OpBuilder& b = pack.op(kDomain, "IsInf")
+                            .versions(10, OPH_OPSET_MAX)
+                            .doc("Y = isinf(X), optionally only +inf or -inf")
+                            .attr("detect_negative", int64_t{1})
+                            .attr("detect_positive", int64_t{1})
+                            .input("X", "T1")
+                            .output("Y", "T2")
+                            .types("T2", {boolean})
+                            .infer([](oph::InferContext& c) {
+                              if (!c.input_rank_known(0)) c.set_output_unknown_rank(0, boolean);
+                              else c.set_output(0, boolean, c.input_shape(0));
+                            })
+                            .compute([](oph::KernelContext& ctx) {
+                              oph::TensorRef x = input(ctx, 0, "IsInf");
+                              oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "IsInf");
+                              if (!y.present()) return;
+                              const bool neg = ctx.attr<int64_t>("detect_negative") != 0;
+                              const bool pos = ctx.attr<int64_t>("detect_positive") != 0;
+                              dispatch_float(x.dtype(), "IsInf", [&]<class T>(std::type_identity<T>) {
+                                unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<bool*>(y.data()), x.size(),
+                                            [neg, pos](T v) { return std::isinf(v) && ((v > 0 && pos) || (v < 0 && neg)); });
+                              });
+                            });
+    add_types(b, "T1", kFloat);
+  }
+  // Shrink 9+: Y = X + bias for X < -lambd, X - bias for X > lambd, else 0.
+  {
+    oph::OpBuilder& b = pack.op(kDomain, "Shrink")
+                            .versions(9, OPH_OPSET_MAX)
+                            .doc("Y = X + bias if X < -lambd, X - bias if X > lambd, else 0")
+                            .attr("bias", 0.0f)
+                            .attr("lambd", 0.5f)
+                            .input("input", "T")
+                            .output("output", "T")
+                            .infer(oph::same_as_input(0))
+                            .compute([](oph::KernelContext& ctx) {
+                              oph::TensorRef x = input(ctx, 0, "Shrink");
+                              oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "Shrink");
+                              if (!y.present()) return;
+                              const double bias = ctx.attr<float>("bias"), lambd = ctx.attr<float>("lambd");
+                              dispatch_numeric(x.dtype(), "Shrink", [&]<class T>(std::type_identity<T>) {
+                                unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
+                                            [bias, lambd](T v) {
+                                              double d = static_cast<double>(v);
+                                              return static_cast<T>(d < -lambd ? d + bias : d > lambd ? d - bias : 0.0);
+                                            });
+                              });
+                            })
+                            .may_inplace(0, 0);
+    add_types(b, "T", kNumeric);
+  }
   register_numeric_unary(pack, "Sign", 9, "Y = sign(X)", kNumeric, [](auto v) { return sign_of(v); });
 
   // PRelu 7+: slope unidirectionally broadcast to X (9 and 16 only add types).
