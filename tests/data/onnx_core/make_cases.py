@@ -1,0 +1,347 @@
+#!/usr/bin/python3
+"""Single-op cases for onnx-core's Conv/ConvTranspose, pools, normalizations, Resize and activations.
+
+Writes, for every case, into cases/:
+  <case>.onnx              a one-node model (opset given per case)
+  <case>.in.<name>.npy     its inputs (float32, seeded)
+  <case>.ref.npy           the expected output, computed here in float64 with plain numpy (no onnxruntime)
+
+  /usr/bin/python3 make_cases.py                 # (re)generate cases/ (deterministic)
+  /usr/bin/python3 make_cases.py --check OPHOST  # run every case through `OPHOST run` and compare
+
+Needs numpy and onnx (Debian python3-numpy, python3-onnx).
+"""
+import argparse
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "cases")
+RTOL, ATOL = 1e-4, 1e-5
+
+
+# ----------------------------------------------------------------------------------------------------------
+# float64 references
+# ----------------------------------------------------------------------------------------------------------
+
+def conv_ref(x, w, b, strides, pads, dilations, group):
+    n, c, *sp = x.shape
+    oc, icg, *k = w.shape
+    nd = len(sp)
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[nd + i]) for i in range(nd)])
+    out_sp = [(sp[i] + pads[i] + pads[nd + i] - ((k[i] - 1) * dilations[i] + 1)) // strides[i] + 1 for i in range(nd)]
+    y = np.zeros([n, oc] + out_sp)
+    ocg = oc // group
+    for g in range(group):
+        xg = xp[:, g * icg:(g + 1) * icg]
+        wg = w[g * ocg:(g + 1) * ocg]
+        for kidx in np.ndindex(*k):
+            sl = tuple(slice(kidx[i] * dilations[i], kidx[i] * dilations[i] + (out_sp[i] - 1) * strides[i] + 1, strides[i])
+                       for i in range(nd))
+            patch = xg[(slice(None), slice(None)) + sl]  # n, icg, out...
+            y[:, g * ocg:(g + 1) * ocg] += np.einsum("ni...,oi->no...", patch, wg[(slice(None), slice(None)) + kidx])
+    if b is not None:
+        y += b.reshape([1, oc] + [1] * nd)
+    return y
+
+
+def conv_transpose_ref(x, w, b, strides, pads, dilations, group, output_padding):
+    n, c, *sp = x.shape
+    _, ocg, *k = w.shape
+    nd = len(sp)
+    oc = ocg * group
+    full = [strides[i] * (sp[i] - 1) + output_padding[i] + (k[i] - 1) * dilations[i] + 1 for i in range(nd)]
+    y = np.zeros([n, oc] + full)
+    icg = c // group
+    for g in range(group):
+        for kidx in np.ndindex(*k):
+            contrib = np.einsum("ni...,io->no...", x[:, g * icg:(g + 1) * icg], w[g * icg:(g + 1) * icg][(slice(None), slice(None)) + kidx])
+            sl = tuple(slice(kidx[i] * dilations[i], kidx[i] * dilations[i] + (sp[i] - 1) * strides[i] + 1, strides[i])
+                       for i in range(nd))
+            y[(slice(None), slice(g * ocg, (g + 1) * ocg)) + sl] += contrib
+    y = y[(slice(None), slice(None)) + tuple(slice(pads[i], full[i] - pads[nd + i]) for i in range(nd))]
+    if b is not None:
+        y += b.reshape([1, oc] + [1] * nd)
+    return y
+
+
+def pool_ref(x, kind, k, strides, pads, dilations, ceil_mode, count_include_pad):
+    n, c, *sp = x.shape
+    nd = len(sp)
+    out = []
+    for i in range(nd):
+        span = sp[i] + pads[i] + pads[nd + i] - ((k[i] - 1) * dilations[i] + 1)
+        o = (math.ceil(span / strides[i]) if ceil_mode else span // strides[i]) + 1
+        if ceil_mode and (o - 1) * strides[i] >= sp[i] + pads[i]:
+            o -= 1
+        out.append(o)
+    y = np.zeros([n, c] + out)
+    for oidx in np.ndindex(*out):
+        vals, cnt_pad = [], 1
+        starts = [oidx[i] * strides[i] - pads[i] for i in range(nd)]
+        for kidx in np.ndindex(*k):
+            pos = [starts[i] + kidx[i] * dilations[i] for i in range(nd)]
+            if all(0 <= pos[i] < sp[i] for i in range(nd)):
+                vals.append(x[(slice(None), slice(None)) + tuple(pos)])
+        if kind == "max":
+            y[(slice(None), slice(None)) + oidx] = np.max(vals, axis=0)
+        else:
+            if count_include_pad:
+                cnt_pad = 1
+                for i in range(nd):
+                    hi = min(starts[i] + (k[i] - 1) * dilations[i] + 1, sp[i] + pads[nd + i])
+                    cnt_pad *= -(-(hi - starts[i]) // dilations[i])
+                y[(slice(None), slice(None)) + oidx] = np.sum(vals, axis=0) / cnt_pad
+            else:
+                y[(slice(None), slice(None)) + oidx] = np.mean(vals, axis=0)
+    return y
+
+
+def resize_coord(ctm, x, scale, lin, lout):
+    if ctm == "half_pixel":
+        return (x + 0.5) / scale - 0.5
+    if ctm == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if lout > 1 else 0.0
+    if ctm == "align_corners":
+        return 0.0 if lout == 1 else x * (lin - 1) / (lout - 1)
+    if ctm == "asymmetric":
+        return x / scale
+    if ctm == "tf_half_pixel_for_nn":
+        return (x + 0.5) / scale
+    if ctm == "half_pixel_symmetric":
+        adj = lout / (scale * lin)
+        return lin / 2 * (1 - adj) + (x + 0.5) / scale - 0.5
+    raise ValueError(ctm)
+
+
+def resize_ref(x, out_shape, scales, mode, ctm, nearest_mode):
+    y = x.astype(np.float64)
+    for ax in range(x.ndim):
+        lin, lout, s = x.shape[ax], out_shape[ax], scales[ax]
+        # every axis goes through the coordinate transform (tf_half_pixel_for_nn moves even a scale-1 axis)
+        cols = []
+        for o in range(lout):
+            v = resize_coord(ctm, o, s, lin, lout)
+            if mode == "nearest":
+                if nearest_mode == "floor":
+                    i = math.floor(v)
+                elif nearest_mode == "ceil":
+                    i = math.ceil(v)
+                elif nearest_mode == "round_prefer_floor":
+                    i = math.floor(v) if v == math.floor(v) + 0.5 else int(math.floor(v + 0.5))
+                else:
+                    i = int(math.floor(v + 0.5))
+                i = min(max(i, 0), lin - 1)
+                cols.append(np.take(y, [i], axis=ax))
+            else:
+                v = min(max(v, 0.0), lin - 1)
+                i0 = int(v)
+                i1 = min(i0 + 1, lin - 1)
+                d = v - i0
+                cols.append(np.take(y, [i0], axis=ax) * (1 - d) + np.take(y, [i1], axis=ax) * d)
+        y = np.concatenate(cols, axis=ax)
+    return y
+
+
+# ----------------------------------------------------------------------------------------------------------
+# cases
+# ----------------------------------------------------------------------------------------------------------
+
+def model(op, inputs, out_shape, attrs, opset, initializers=()):
+    """inputs: list of (name, array); the ones named in initializers become constants of the graph."""
+    ins, inits = [], []
+    for name, arr in inputs:
+        if name in initializers:
+            inits.append(helper.make_tensor(name, TensorProto.FLOAT if arr.dtype == np.float32 else TensorProto.INT64,
+                                            arr.shape, arr.flatten().tolist()))
+        elif name:
+            ins.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, arr.shape))
+    node = helper.make_node(op, [n for n, _ in inputs], ["y"], **attrs)
+    g = helper.make_graph([node], op.lower(), ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="onnx_core make_cases")
+    m.ir_version = 7
+    return m
+
+
+def cases():
+    rng = np.random.default_rng(1234)
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    out = []
+
+    def add(name, op, inputs, ref, attrs, opset=13, inits=("W", "B", "scale", "bias", "mean", "var", "roi", "scales", "sizes")):
+        out.append((name, model(op, inputs, list(ref.shape), attrs, opset, inits), inputs, ref, inits))
+
+    # Conv: groups / strides / pads / dilations / 1-d / 3-d / auto_pad / no bias / non-constant weights.
+    for name, xs, ws, kw, bias in [
+        ("conv_1x1", (1, 8, 7, 9), (16, 8, 1, 1), {}, True),
+        ("conv_3x3_pad", (2, 4, 9, 8), (6, 4, 3, 3), dict(pads=[1, 1, 1, 1]), True),
+        ("conv_3x3_s2_asym_pad", (1, 3, 11, 10), (5, 3, 3, 3), dict(strides=[2, 2], pads=[1, 0, 2, 1]), False),
+        ("conv_dilated", (1, 4, 12, 12), (4, 4, 3, 3), dict(dilations=[2, 3], pads=[2, 3, 2, 3]), True),
+        ("conv_groups2", (1, 8, 6, 6), (6, 4, 3, 3), dict(group=2, pads=[1, 1, 1, 1]), True),
+        ("conv_depthwise_5x5_s2", (1, 32, 13, 13), (32, 1, 5, 5), dict(group=32, strides=[2, 2], pads=[2, 2, 2, 2]), True),
+        ("conv_depthwise_3x3", (1, 16, 10, 10), (16, 1, 3, 3), dict(group=16, pads=[1, 1, 1, 1]), True),
+        ("conv_1d", (2, 3, 17), (4, 3, 5), dict(strides=[3], pads=[2, 1]), True),
+        ("conv_3d", (1, 2, 5, 6, 4), (3, 2, 3, 3, 2), dict(pads=[1, 1, 0, 1, 1, 1]), True),
+    ]:
+        x, w = f32(*xs), f32(*ws)
+        b = f32(ws[0]) if bias else None
+        nd = len(xs) - 2
+        ref = conv_ref(x.astype(np.float64), w.astype(np.float64), None if b is None else b.astype(np.float64),
+                       kw.get("strides", [1] * nd), kw.get("pads", [0] * 2 * nd), kw.get("dilations", [1] * nd), kw.get("group", 1))
+        ins = [("X", x), ("W", w)] + ([("B", b)] if bias else [])
+        add(name, "Conv", ins, ref, kw)
+    # auto_pad SAME_UPPER / SAME_LOWER (stride 2, odd total padding) and weights as a graph input.
+    x, w, b = f32(1, 3, 10, 9), f32(4, 3, 4, 4), f32(4)
+    # H: 10 -> 5, total padding 2 (1 + 1); W: 9 -> 5, total padding 3 (UPPER: 1 + 2, LOWER: 2 + 1)
+    for ap, pads in [("SAME_UPPER", [1, 1, 1, 2]), ("SAME_LOWER", [1, 2, 1, 1])]:
+        ref = conv_ref(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), [2, 2], pads, [1, 1], 1)
+        add("conv_auto_pad_" + ap.lower(), "Conv", [("X", x), ("W", w), ("B", b)], ref, dict(auto_pad=ap, strides=[2, 2]))
+    x, w = f32(1, 4, 6, 6), f32(5, 4, 3, 3)
+    add("conv_runtime_weights", "Conv", [("X", x), ("Wr", w)], conv_ref(x.astype(np.float64), w.astype(np.float64), None, [1, 1], [0] * 4, [1, 1], 1), {})
+
+    # ConvTranspose
+    for name, xs, ws, kw in [
+        ("convtranspose_2x2_s2", (1, 24, 5, 6), (24, 8, 2, 2), dict(strides=[2, 2])),
+        ("convtranspose_3x3_pads_outpad", (1, 4, 5, 5), (4, 3, 3, 3), dict(strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1])),
+        ("convtranspose_groups_dil", (2, 4, 4, 5), (4, 2, 3, 2), dict(group=2, dilations=[2, 1], pads=[0, 1, 1, 0])),
+    ]:
+        x, w, b = f32(*xs), f32(*ws), f32(ws[1] * kw.get("group", 1))
+        ref = conv_transpose_ref(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), kw.get("strides", [1, 1]),
+                                 kw.get("pads", [0] * 4), kw.get("dilations", [1, 1]), kw.get("group", 1), kw.get("output_padding", [0, 0]))
+        add(name, "ConvTranspose", [("X", x), ("W", w), ("B", b)], ref, kw)
+
+    # Pools
+    x = f32(2, 3, 9, 10)
+    add("globalaveragepool", "GlobalAveragePool", [("X", x)], x.astype(np.float64).mean(axis=(2, 3), keepdims=True), {})
+    add("globalmaxpool", "GlobalMaxPool", [("X", x)], x.astype(np.float64).max(axis=(2, 3), keepdims=True), {})
+    for name, kind, kw, opset in [
+        ("maxpool_3x3_s2_pad", "max", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), 12),
+        ("maxpool_ceil_dil", "max", dict(kernel_shape=[2, 3], strides=[2, 2], dilations=[2, 1], ceil_mode=1), 12),
+        ("averagepool_excl_pad", "avg", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), 11),
+        ("averagepool_incl_pad_ceil", "avg", dict(kernel_shape=[3, 2], strides=[2, 3], pads=[1, 0, 1, 1], count_include_pad=1, ceil_mode=1), 11),
+    ]:
+        ref = pool_ref(x.astype(np.float64), kind, kw["kernel_shape"], kw.get("strides", [1, 1]), kw.get("pads", [0] * 4),
+                       kw.get("dilations", [1, 1]), kw.get("ceil_mode", 0), kw.get("count_include_pad", 0))
+        add(name, "MaxPool" if kind == "max" else "AveragePool", [("X", x)], ref, kw, opset)
+
+    # BatchNormalization (opsets 9 and 15), InstanceNormalization, LayerNormalization
+    x = f32(2, 5, 4, 3)
+    sc, bi, mu = f32(5), f32(5), f32(5)
+    var = (rng.random(5) + 0.5).astype(np.float32)
+    ref = ((x.astype(np.float64) - mu.reshape(1, 5, 1, 1)) / np.sqrt(var.astype(np.float64).reshape(1, 5, 1, 1) + 1e-3)
+           * sc.reshape(1, 5, 1, 1) + bi.reshape(1, 5, 1, 1))
+    for opset in (9, 15):
+        add("batchnorm_opset%d" % opset, "BatchNormalization", [("X", x), ("scale", sc), ("bias", bi), ("mean", mu), ("var", var)], ref,
+            dict(epsilon=1e-3), opset)
+    xd = x.astype(np.float64)
+    m_, v_ = xd.mean(axis=(2, 3), keepdims=True), xd.var(axis=(2, 3), keepdims=True)
+    add("instancenorm", "InstanceNormalization", [("X", x), ("scale", sc), ("bias", bi)],
+        (xd - m_) / np.sqrt(v_ + 1e-5) * sc.reshape(1, 5, 1, 1) + bi.reshape(1, 5, 1, 1), {})
+    s2, b2 = f32(4, 3), f32(4, 3)
+    m_, v_ = xd.mean(axis=(2, 3), keepdims=True), xd.var(axis=(2, 3), keepdims=True)
+    add("layernorm_axis2", "LayerNormalization", [("X", x), ("scale", s2), ("bias", b2)], (xd - m_) / np.sqrt(v_ + 1e-5) * s2 + b2,
+        dict(axis=2), 17)
+
+    # Activations
+    x = f32(3, 4, 5) * 4
+    xd = x.astype(np.float64)
+    add("hardsigmoid", "HardSigmoid", [("X", x)], np.clip(xd * 0.16666670143604279 + 0.5, 0, 1), dict(alpha=0.16666670143604279), 6)
+    add("hardsigmoid_default", "HardSigmoid", [("X", x)], np.clip(xd * 0.2 + 0.5, 0, 1), {}, 6)
+    add("hardswish", "HardSwish", [("X", x)], xd * np.clip(xd / 6 + 0.5, 0, 1), {}, 14)
+    add("elu", "Elu", [("X", x)], np.where(xd < 0, 0.7 * np.expm1(xd), xd), dict(alpha=0.7), 6)
+    add("softplus", "Softplus", [("X", x)], np.log1p(np.exp(xd)), {}, 1)
+
+    # Resize: nearest (every nearest_mode) and linear, several coordinate_transformation_modes, opsets 10-19.
+    x = f32(1, 2, 5, 7)
+    def resize_case(name, opset, scales=None, sizes=None, **attrs):
+        mode = attrs.get("mode", "nearest")
+        ctm = attrs.get("coordinate_transformation_mode", "half_pixel" if opset >= 11 else "asymmetric")
+        nm = attrs.get("nearest_mode", "round_prefer_floor" if opset >= 11 else "floor")
+        if sizes is not None:
+            out_shape = list(sizes)
+            sc_ = [sizes[i] / x.shape[i] for i in range(4)]
+        else:
+            out_shape = [int(math.floor(x.shape[i] * np.float32(scales[i]))) for i in range(4)]
+            sc_ = [float(np.float32(s)) for s in scales]
+        ref = resize_ref(x, out_shape, sc_, mode, ctm, nm)
+        if opset == 10:
+            ins = [("X", x), ("scales", np.array(scales, np.float32))]
+        else:
+            ins = [("X", x), ("roi", np.zeros(0, np.float32))]
+            ins.append(("scales", np.array(scales if scales is not None else [], np.float32)))
+            if sizes is not None:
+                ins.append(("sizes", np.array(sizes, np.int64)))
+        add(name, "Resize", ins, ref, attrs, opset)
+
+    resize_case("resize10_nearest_up2", 10, scales=[1, 1, 2, 2], mode="nearest")
+    resize_case("resize10_linear_up", 10, scales=[1, 1, 2, 1.5], mode="linear")
+    resize_case("resize11_nearest_asym_floor", 11, scales=[1, 1, 2, 2], mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    resize_case("resize11_nearest_tf_half_pixel_ceil", 11, scales=[1, 1, 3, 2], mode="nearest",
+                coordinate_transformation_mode="tf_half_pixel_for_nn", nearest_mode="ceil")
+    resize_case("resize13_nearest_half_pixel_rpf", 13, scales=[1, 1, 1.6, 0.6], mode="nearest")
+    resize_case("resize13_nearest_align_corners_rpc", 13, sizes=[1, 2, 9, 4], mode="nearest",
+                coordinate_transformation_mode="align_corners", nearest_mode="round_prefer_ceil")
+    resize_case("resize13_linear_half_pixel", 13, scales=[1, 1, 2, 0.5], mode="linear")
+    resize_case("resize13_linear_align_corners", 13, sizes=[1, 2, 8, 11], mode="linear", coordinate_transformation_mode="align_corners")
+    resize_case("resize13_linear_pytorch_half_pixel", 13, sizes=[1, 2, 1, 10], mode="linear",
+                coordinate_transformation_mode="pytorch_half_pixel")
+    resize_case("resize19_linear_half_pixel_symmetric", 19, scales=[1, 1, 1.5, 0.75], mode="linear",
+                coordinate_transformation_mode="half_pixel_symmetric")
+    return out
+
+
+def write():
+    os.makedirs(OUT, exist_ok=True)
+    for f in os.listdir(OUT):
+        os.remove(os.path.join(OUT, f))
+    for name, m, inputs, ref, inits in cases():
+        onnx.save(m, os.path.join(OUT, name + ".onnx"))
+        for n, arr in inputs:
+            if n not in inits:
+                np.save(os.path.join(OUT, "%s.in.%s.npy" % (name, n)), arr)
+        np.save(os.path.join(OUT, name + ".ref.npy"), ref.astype(np.float32))
+    print("wrote", len(os.listdir(OUT)), "files to", OUT)
+
+
+def check(ophost):
+    names = sorted(f[:-5] for f in os.listdir(OUT) if f.endswith(".onnx"))
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            ins = ["--input=%s=%s" % (f.split(".in.")[1][:-4], os.path.join(OUT, f)) for f in sorted(os.listdir(OUT))
+                   if f.startswith(name + ".in.")]
+            od = os.path.join(tmp, name)
+            r = subprocess.run([ophost, "run", os.path.join(OUT, name + ".onnx"), *ins, "--threads", "1", "--output-dir", od],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print("FAIL %-40s ophost: %s" % (name, (r.stderr or r.stdout).strip().splitlines()[-1:]))
+                bad += 1
+                continue
+            got = np.load(os.path.join(od, "y.npy")).astype(np.float64)
+            ref = np.load(os.path.join(OUT, name + ".ref.npy")).astype(np.float64)
+            if got.shape != ref.shape:
+                print("FAIL %-40s shape %s, expected %s" % (name, got.shape, ref.shape))
+                bad += 1
+                continue
+            err = float(np.abs(got - ref).max()) if ref.size else 0.0
+            ok = np.allclose(got, ref, rtol=RTOL, atol=ATOL)
+            bad += not ok
+            print("%s %-40s max abs err %.3g" % ("ok  " if ok else "FAIL", name, err))
+    print("%d of %d cases failed" % (bad, len(names)))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", metavar="OPHOST", help="run the cases through OPHOST and compare with the references")
+    a = ap.parse_args()
+    sys.exit(check(a.check) if a.check else write())
