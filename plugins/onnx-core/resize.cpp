@@ -252,6 +252,17 @@ AxisTaps axis_taps(const ResizeAttrs& a, int64_t len_in, int64_t len_out, float 
   t.w1.resize(len_out);
   t.outside.assign(len_out, 0);
   bool ident = len_in == len_out;
+  if (ident && scale == 1.f && a.ctm != Ctm::kTfCropAndResize) {
+    // An axis that is not resized is copied, whatever the transform (as ONNX Runtime does; the literal
+    // tf_half_pixel_for_nn + ceil formula would shift it by one).
+    for (int64_t o = 0; o < len_out; ++o) {
+      t.i0[o] = t.i1[o] = o;
+      t.w0[o] = 1;
+      t.w1[o] = 0;
+    }
+    t.identity = true;
+    return t;
+  }
   for (int64_t o = 0; o < len_out; ++o) {
     float v = source_coord(a.ctm, static_cast<float>(o), scale, len_in, len_out, rs, re);
     if (a.ctm == Ctm::kTfCropAndResize && (v < 0 || v > static_cast<float>(len_in - 1))) {

@@ -125,7 +125,8 @@ def resize_ref(x, out_shape, scales, mode, ctm, nearest_mode):
     y = x.astype(np.float64)
     for ax in range(x.ndim):
         lin, lout, s = x.shape[ax], out_shape[ax], scales[ax]
-        # every axis goes through the coordinate transform (tf_half_pixel_for_nn moves even a scale-1 axis)
+        if lin == lout and s == 1.0:
+            continue  # an axis that is not resized is copied (ONNX Runtime; the literal formula could shift it)
         cols = []
         for o in range(lout):
             v = resize_coord(ctm, o, s, lin, lout)
