@@ -143,7 +143,24 @@ std::unique_ptr<BoundRun> Session::Impl::bind(const ExecPlan& plan) {
   r->pool = pool.get();
   r->arena_bytes = plan.arena_bytes;
   std::string what = "arena for " + model.path.string() + " (" + std::to_string(plan.arena_bytes) + " bytes planned)";
-  if (plan.arena_bytes) r->arena = pool->reserve(plan.arena_bytes, what);
+  if (plan.arena_bytes) {
+    // Name the node whose output is the largest planned value, so an out-of-memory error points somewhere.
+    int biggest = -1;
+    size_t biggest_bytes = 0;
+    for (size_t v = 0; v < values.size(); ++v) {
+      if (plan.offset[v] == std::numeric_limits<size_t>::max()) continue;
+      size_t b = static_cast<size_t>(shape_numel(plan.meta[v].shape)) * dtype_size(plan.meta[v].dtype);
+      if (b > biggest_bytes) {
+        biggest_bytes = b;
+        biggest = static_cast<int>(v);
+      }
+    }
+    if (biggest >= 0) {
+      what += "; largest value '" + values[biggest].name + "' (" + std::to_string(biggest_bytes) +
+              " bytes) written by node '" + nodes[values[biggest].producer].node->name + "'";
+    }
+    r->arena = pool->reserve(plan.arena_bytes, what);
+  }
   r->tensors.resize(values.size());
   for (size_t v = 0; v < values.size(); ++v) {
     oph_tensor& t = r->tensors[v];

@@ -43,7 +43,7 @@ int cmd_bench(int argc, char** argv) {
   setup_logging(common.log_level, "warn");
 
   Runtime runtime(runtime_options(common));
-  auto session = runtime.load(model);
+  auto session = runtime.load(model, session_options(common));
   std::vector<NamedTensor> feeds = prepare_inputs(*session, inputs, random, shapes);
   std::vector<NamedTensor> outputs;
   for (int i = 0; i < warmup; ++i) session->run(feeds, outputs);

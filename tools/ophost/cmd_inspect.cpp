@@ -31,7 +31,7 @@ int cmd_inspect(int argc, char** argv) {
   if (model.empty()) throw po::error("missing MODEL");
   setup_logging(common.log_level, "warn");
   Runtime runtime(runtime_options(common));
-  auto session = runtime.load(model);
+  auto session = runtime.load(model, session_options(common));
   std::cout << "model: " << model << "\n";
   for (const ValueInfo& v : session->inputs())
     std::cout << "input  " << v.name << ": " << dtype_name(v.dtype) << " " << shape_to_string(v.shape) << "\n";

@@ -58,7 +58,7 @@ int cmd_run(int argc, char** argv) {
   auto t0 = std::chrono::steady_clock::now();
   Runtime runtime(runtime_options(common));
   auto t1 = std::chrono::steady_clock::now();
-  auto session = runtime.load(model);
+  auto session = runtime.load(model, session_options(common));
   auto t2 = std::chrono::steady_clock::now();
 
   std::vector<NamedTensor> feeds = prepare_inputs(*session, inputs, random, shapes);

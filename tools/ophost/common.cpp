@@ -105,6 +105,8 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "let a later pack override an op another pack already serves (logged)")
       ("threads", po::value(&opts.threads)->default_value(0),
        "intra-op threads offered to kernels as parallel_for (0 = hardware concurrency)")
+      ("mem-limit", po::value(&opts.mem_limit)->default_value(0),
+       "bytes the session's memory pool may take (0 = no limit); exceeding it is an out-of-memory error")
       ("log-level", po::value(&opts.log_level),
        "trace, debug, info, warn, error or off (default: $OPHOST_LOG_LEVEL or warn)");
 }
@@ -133,6 +135,12 @@ RuntimeOptions runtime_options(const CommonOptions& opts) {
   r.allow_op_override = opts.allow_op_override;
   r.intra_op_threads = opts.threads;
   return r;
+}
+
+SessionOptions session_options(const CommonOptions& opts) {
+  SessionOptions s;
+  s.mem_limit = opts.mem_limit;
+  return s;
 }
 
 bool parse(int argc, char** argv, const po::options_description& visible, const po::options_description& all,

@@ -19,6 +19,7 @@ struct CommonOptions {
   std::string log_level;
   bool allow_op_override = false;
   int threads = 0;
+  size_t mem_limit = 0;
 };
 
 // Adds --plugin-path, --disable-plugin, --allow-op-override, --log-level.
@@ -26,6 +27,7 @@ void add_common_options(po::options_description& desc, CommonOptions& opts);
 // Applies --log-level / OPHOST_LOG_LEVEL (default `fallback`). Throws Error on an unknown level.
 void setup_logging(const std::string& level, const std::string& fallback);
 RuntimeOptions runtime_options(const CommonOptions& opts);
+SessionOptions session_options(const CommonOptions& opts);
 
 // Parses argv for a subcommand; prints help and returns false when --help was given.
 bool parse(int argc, char** argv, const po::options_description& visible, const po::options_description& all,

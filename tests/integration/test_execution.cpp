@@ -1,0 +1,154 @@
+// Execution core through the embedding API: static memory plan, zero allocations in a steady state, one
+// session run from many threads, out-of-memory errors.
+#include "integration_support.hpp"
+
+#include "model/npy.hpp"
+
+#include <ophost/runtime.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <thread>
+
+// Counts every operator new in this process (plugins included: they resolve operator new to this binary's).
+static std::atomic<int64_t> g_news{0};
+void* operator new(std::size_t n) {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace ophost::itest {
+namespace {
+
+struct Example {
+  std::unique_ptr<Runtime> runtime;
+  std::unique_ptr<Session> session;
+  std::vector<NamedTensor> inputs;
+};
+
+Example load_example(const std::string& name, SessionOptions options = {}) {
+  Example e;
+  RuntimeOptions ro;
+  ro.use_env_plugin_path = false;
+  ro.plugin_paths = {kPluginDir};
+  ro.use_default_plugin_dir = false;
+  e.runtime = std::make_unique<Runtime>(ro);
+  e.session = e.runtime->load(kExamples / (name + ".onnx"), options);
+  for (const ValueInfo& in : e.session->inputs())
+    e.inputs.push_back({in.name, read_npy(kExamples / (name + ".input." + in.name + ".npy"))});
+  return e;
+}
+
+TEST(Execution, StaticPlanWithinTenPercentOfLowerBound) {
+  for (const char* name : {"mixed_small", "mixed_ir9", "relu6_defaults", "broadcast"}) {
+    Example e = load_example(name);
+    MemoryPlanReport p = e.session->memory_plan();
+    ASSERT_TRUE(p.planned) << name;
+    EXPECT_LE(static_cast<double>(p.arena_bytes), 1.10 * static_cast<double>(p.lower_bound)) << name;
+    EXPECT_GE(p.arena_bytes, p.lower_bound) << name << ": a plan can never beat the lower bound";
+  }
+}
+
+TEST(Execution, InPlaceChainNeedsOneBuffer) {
+  // x -> Add(c) x 50: every Add may run in place, so the arena holds one [1,16] buffer.
+  TempDir tmp;
+  ModelBuilder b({{"", 13}});
+  b.input("x", {1, 16}).output("y", {1, 16});
+  auto* c = b.m.mutable_graph()->add_initializer();
+  c->set_name("c");
+  c->set_data_type(onnx::TensorProto::FLOAT);
+  c->add_dims(1);
+  c->add_dims(16);
+  for (int i = 0; i < 16; ++i) c->add_float_data(1.0f);
+  std::string prev = "x";
+  for (int i = 0; i < 50; ++i) {
+    std::string out = i == 49 ? "y" : "t" + std::to_string(i);
+    b.node("Add", {prev, "c"}, {out}, "add" + std::to_string(i));
+    prev = out;
+  }
+  fs::path model = b.save(tmp.path() / "chain.onnx");
+  Runtime rt({{kPluginDir}, false, false});
+  auto s = rt.load(model);
+  MemoryPlanReport p = s->memory_plan();
+  ASSERT_TRUE(p.planned);
+  EXPECT_EQ(p.arena_bytes, 64u);
+  EXPECT_EQ(p.inplace, 48u);
+  Tensor x(DType::kFloat32, {1, 16});
+  auto out = s->run({{"x", x}});
+  for (int i = 0; i < 16; ++i) EXPECT_FLOAT_EQ(out[0].tensor.data_as<float>()[i], 50.0f);
+}
+
+TEST(Execution, SteadyStateRunAllocatesNothing) {
+  Example e = load_example("mixed_small");
+  std::vector<NamedTensor> outputs;
+  e.session->run(e.inputs, outputs);  // first run: binds the arena, allocates the outputs
+  e.session->run(e.inputs, outputs);
+  MemoryStats before = e.session->memory_stats();
+  int64_t news_before = g_news.load();
+  for (int i = 0; i < 20; ++i) e.session->run(e.inputs, outputs);
+  int64_t news = g_news.load() - news_before;
+  MemoryStats after = e.session->memory_stats();
+  EXPECT_EQ(after.allocs_this_run, 0);
+  EXPECT_EQ(after.num_allocs, before.num_allocs) << "the pool served allocations in a steady state";
+  EXPECT_EQ(after.num_reserves, 1);
+  EXPECT_EQ(news, 0) << "operator new was called during steady-state runs";
+  Tensor ref = read_npy(kExamples / "mixed_small.output.y.npy");
+  for (int64_t i = 0; i < ref.numel(); ++i)
+    EXPECT_NEAR(outputs[0].tensor.data_as<float>()[i], ref.data_as<float>()[i], 1e-5);
+}
+
+TEST(Execution, OneSessionFromEightThreads) {
+  Example e = load_example("broadcast");
+  std::vector<NamedTensor> ref = e.session->run(e.inputs);
+  std::atomic<int> mismatches{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      std::vector<NamedTensor> out;
+      for (int i = 0; i < 50; ++i) {
+        try {
+          e.session->run(e.inputs, out);
+        } catch (...) {
+          ++errors;
+          return;
+        }
+        for (size_t o = 0; o < out.size(); ++o) {
+          if (std::memcmp(out[o].tensor.data(), ref[o].tensor.data(), ref[o].tensor.nbytes()) != 0) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_LE(e.session->memory_stats().num_reserves, 8) << "at most one arena per concurrent run";
+}
+
+TEST(Execution, MemLimitGivesClearErrorAndSessionStaysUsable) {
+  SessionOptions tiny;
+  tiny.mem_limit = 16;  // below any arena
+  Example e = load_example("mixed_small", tiny);  // its arena holds intermediate values (outputs do not count)
+  try {
+    e.session->run(e.inputs);
+    FAIL() << "expected an out-of-memory error";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), Code::kResourceExhausted);
+    std::string msg = err.what();
+    EXPECT_CONTAINS(msg, "out of memory");
+    EXPECT_CONTAINS(msg, "limit 16");
+    EXPECT_CONTAINS(msg, "--mem-limit");
+    EXPECT_CONTAINS(msg, "node '");
+  }
+  // The same session answers again with the same clear error (no crash, no corrupted state).
+  EXPECT_THROW(e.session->run(e.inputs), Error);
+  // And a session without the limit in the same runtime works.
+  auto ok = e.runtime->load(kExamples / "mixed_small.onnx");
+  EXPECT_NO_THROW(ok->run(e.inputs));
+}
+
+}  // namespace
+}  // namespace ophost::itest
