@@ -244,16 +244,39 @@ void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& output
       plan.free_runs.push_back(std::move(r));
     }
   } give_back{plan, r};
-  for (size_t ni = 0; ni < nodes.size(); ++ni) {
-    const PreparedNode& pn = nodes[ni];
-    oph_status* st;
-    if (pn.serialize) {
-      std::lock_guard lock(*pn.serialize);
-      st = pn.op->compute(pn.state, &r->calls[ni]);
-    } else {
-      st = pn.op->compute(pn.state, &r->calls[ni]);
+  if (!profiling) {
+    for (size_t ni = 0; ni < nodes.size(); ++ni) {  // the hot loop: one indirect call per node
+      const PreparedNode& pn = nodes[ni];
+      oph_status* st;
+      if (pn.serialize) {
+        std::lock_guard lock(*pn.serialize);
+        st = pn.op->compute(pn.state, &r->calls[ni]);
+      } else {
+        st = pn.op->compute(pn.state, &r->calls[ni]);
+      }
+      if (st) throw_if_error(st, pn.label);
     }
-    if (st) throw_if_error(st, pn.label);
+  } else {
+    thread_local std::vector<ProfileEvent> events;
+    events.clear();
+    using clock = std::chrono::steady_clock;
+    for (size_t ni = 0; ni < nodes.size(); ++ni) {
+      const PreparedNode& pn = nodes[ni];
+      auto t0 = clock::now();
+      oph_status* st;
+      if (pn.serialize) {
+        std::lock_guard lock(*pn.serialize);
+        st = pn.op->compute(pn.state, &r->calls[ni]);
+      } else {
+        st = pn.op->compute(pn.state, &r->calls[ni]);
+      }
+      auto t1 = clock::now();
+      if (st) throw_if_error(st, pn.label);
+      events.push_back({static_cast<int>(ni), std::chrono::duration<double, std::micro>(t0 - profile_start).count(),
+                        std::chrono::duration<double, std::micro>(t1 - t0).count(), &plan});
+    }
+    std::lock_guard lock(profile_mutex);
+    profile_events.insert(profile_events.end(), events.begin(), events.end());
   }
   for (size_t o = 0; o < output_values.size(); ++o) {
     const ValueSlot& slot = values[output_values[o]];
@@ -325,6 +348,11 @@ void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<Name
                                 : std::string("dynamic (shapes known only while running)"));
     std::lock_guard lock(plan_mutex);
     last_exec = plan;
+  }
+  if (profiling) {
+    std::lock_guard lock(profile_mutex);
+    if (std::find(profile_plans.begin(), profile_plans.end(), plan) == profile_plans.end())
+      profile_plans.push_back(plan);
   }
   if (plan->planned) run_planned(*plan, outputs, bound);
   else run_generic(plan->meta, bound, outputs);

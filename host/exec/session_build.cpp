@@ -473,6 +473,8 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     }
   }
   s->pool = std::make_unique<MemoryPool>(std::move(raw), options.mem_limit);
+  s->profiling = options.profile;
+  s->profile_start = std::chrono::steady_clock::now();
   if (s->static_plan_complete) {
     s->static_exec = s->make_plan(s->static_plan.input_shapes, s->static_plan.values);
     if (s->static_exec->planned) {

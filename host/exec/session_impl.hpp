@@ -10,6 +10,7 @@
 #include <ophost/runtime.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -115,6 +116,19 @@ struct Session::Impl {
   std::shared_ptr<ExecPlan> static_exec;   // plan of the declared shapes (when complete)
   std::shared_ptr<ExecPlan> last_exec;     // plan of the most recent other input shapes
   std::atomic<int64_t> last_run_allocs{0};
+
+  // Profiling: one event per node run (appended after each run).
+  struct ProfileEvent {
+    int node;
+    double ts_us;
+    double dur_us;
+    const ExecPlan* plan;  // shapes of that run (plans are kept alive in profile_plans)
+  };
+  bool profiling = false;
+  std::chrono::steady_clock::time_point profile_start;
+  mutable std::mutex profile_mutex;
+  std::vector<ProfileEvent> profile_events;
+  std::vector<std::shared_ptr<ExecPlan>> profile_plans;
 
   Impl() = default;
   Impl(const Impl&) = delete;

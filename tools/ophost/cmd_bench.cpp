@@ -86,6 +86,7 @@ int cmd_bench(int argc, char** argv) {
   std::printf("allocations per run: %.2f   pool peak bytes: %lld (arena planned %zu, lower bound %zu%s)\n",
               per_run_allocs, static_cast<long long>(st.max_bytes_in_use), plan.arena_bytes, plan.lower_bound,
               plan.planned ? "" : ", shapes dynamic: not planned");
+  finish_profile(*session, common);
   if (!json_out.empty()) {
     nlohmann::json j = {{"model", model},
                         {"nodes", nodes},

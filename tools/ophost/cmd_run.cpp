@@ -72,6 +72,7 @@ int cmd_run(int argc, char** argv) {
   for (const NamedTensor& in : feeds) std::cout << "input  " << in.name << ": " << summarize(in.tensor) << "\n";
   for (const NamedTensor& out : outputs) std::cout << "output " << out.name << ": " << summarize(out.tensor) << "\n";
   std::printf("time: plugins %.2f ms, load %.2f ms, run %.3f ms\n", ms(t0, t1), ms(t1, t2), ms(t3, t4));
+  finish_profile(*session, common);
   if (!output_dir.empty()) {
     std::filesystem::create_directories(output_dir);
     for (const NamedTensor& out : outputs) {

@@ -107,6 +107,8 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "intra-op threads offered to kernels as parallel_for (0 = hardware concurrency)")
       ("mem-limit", po::value(&opts.mem_limit)->default_value(0),
        "bytes the session's memory pool may take (0 = no limit); exceeding it is an out-of-memory error")
+      ("profile", po::value(&opts.profile),
+       "write a Chrome-trace profile (ONNX Runtime's field names) to FILE.json and print per-op totals")
       ("log-level", po::value(&opts.log_level),
        "trace, debug, info, warn, error or off (default: $OPHOST_LOG_LEVEL or warn)");
 }
@@ -140,7 +142,21 @@ RuntimeOptions runtime_options(const CommonOptions& opts) {
 SessionOptions session_options(const CommonOptions& opts) {
   SessionOptions s;
   s.mem_limit = opts.mem_limit;
+  s.profile = !opts.profile.empty();
   return s;
+}
+
+void finish_profile(const Session& session, const CommonOptions& opts) {
+  if (opts.profile.empty()) return;
+  std::vector<OpProfile> ops = session.write_profile(opts.profile);
+  double total = 0;
+  for (const OpProfile& p : ops) total += p.total_us;
+  std::printf("profile: %s\n  %-24s %8s %12s %10s %7s\n", opts.profile.c_str(), "op type", "calls", "total us",
+              "avg us", "share");
+  for (const OpProfile& p : ops) {
+    std::printf("  %-24s %8lld %12.1f %10.2f %6.1f%%\n", p.op_type.c_str(), static_cast<long long>(p.calls),
+                p.total_us, p.total_us / static_cast<double>(p.calls), total > 0 ? 100.0 * p.total_us / total : 0.0);
+  }
 }
 
 bool parse(int argc, char** argv, const po::options_description& visible, const po::options_description& all,

@@ -20,6 +20,7 @@ struct CommonOptions {
   bool allow_op_override = false;
   int threads = 0;
   size_t mem_limit = 0;
+  std::string profile;  // --profile FILE.json
 };
 
 // Adds --plugin-path, --disable-plugin, --allow-op-override, --log-level.
@@ -28,6 +29,8 @@ void add_common_options(po::options_description& desc, CommonOptions& opts);
 void setup_logging(const std::string& level, const std::string& fallback);
 RuntimeOptions runtime_options(const CommonOptions& opts);
 SessionOptions session_options(const CommonOptions& opts);
+// Writes the profile (when --profile was given) and prints the per-op-type table.
+void finish_profile(const Session& session, const CommonOptions& opts);
 
 // Parses argv for a subcommand; prints help and returns false when --help was given.
 bool parse(int argc, char** argv, const po::options_description& visible, const po::options_description& all,

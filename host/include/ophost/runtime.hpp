@@ -79,6 +79,15 @@ struct SessionOptions {
   std::vector<std::string> devices;
   // Pool limit in bytes (0 = none): exceeding it is a clear out-of-memory error naming the node and sizes.
   size_t mem_limit = 0;
+  // Record every node's kernel time (Chrome trace, ONNX Runtime's field names); see Session::write_profile.
+  bool profile = false;
+};
+
+// Per-op-type totals of a profile.
+struct OpProfile {
+  std::string op_type;
+  int64_t calls = 0;
+  double total_us = 0;
 };
 
 class Session;
@@ -128,6 +137,11 @@ class Session {
   MemoryPlanReport memory_plan() const;
   // The static plan for these graph-input shapes (in input order), computed without running.
   MemoryPlanReport memory_plan(const std::vector<std::vector<int64_t>>& input_shapes) const;
+  // Profiling (SessionOptions::profile): writes the recorded events as Chrome-trace JSON (fields as ONNX
+  // Runtime writes them: cat, name "<node>_kernel_time", ph, ts, dur, args.op_name, args.provider,
+  // args.input_type_shape, args.output_type_shape) and returns per-op-type totals, largest first.
+  std::vector<OpProfile> write_profile(const std::filesystem::path& file) const;
+
   // Number of nodes that run (Constant nodes folded at load excluded).
   size_t node_count() const noexcept;
 
