@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <mutex>
+#include <string_view>
 #include <new>
 
 struct oph_status {
@@ -72,7 +74,16 @@ void* scratch_alloc(void*, oph_device, size_t bytes) {
 }
 void scratch_free(void*, oph_device, void* p) { std::free(p); }
 
-const char* config_get(void*, const char*, const char*) { return nullptr; }
+// Values the host itself provides to every pack: "threads" = the intra-op pool's thread count (packs with their
+// own threading runtime, such as oneDNN's OpenMP, size it to match instead of oversubscribing).
+const char* config_get(void*, const char*, const char* key) {
+  if (!key || std::string_view(key) != "threads") return nullptr;
+  static std::mutex m;
+  static std::string value;  // valid until the next call; packs copy or parse it at once
+  std::lock_guard lock(m);
+  value = std::to_string(ThreadPool::global().threads());
+  return value.c_str();
+}
 
 }  // namespace
 
