@@ -81,6 +81,12 @@ struct SessionOptions {
   size_t mem_limit = 0;
   // Record every node's kernel time (Chrome trace, ONNX Runtime's field names); see Session::write_profile.
   bool profile = false;
+  // Sequential walks the prepared calls in order (lowest overhead). Parallel runs independent nodes on
+  // inter_op_threads threads (the caller included; 0 = 2): atomic readiness counts, the first ready successor
+  // runs inline, the rest go to the workers. Both give identical outputs.
+  enum class ExecutionMode { kSequential, kParallel };
+  ExecutionMode execution_mode = ExecutionMode::kSequential;
+  int inter_op_threads = 0;
 };
 
 // Per-op-type totals of a profile.
