@@ -1,24 +1,69 @@
-# ophost_add_plugin(): build an ophost plugin (operator pack or device backend) in one call.
+# CMake helpers for ophost plugins (installed with the ophost CMake package; `find_package(ophost)` includes
+# this file).
 #
+#   ophost_add_pack(NAME acme VERSION 1.0.0 SOURCES acme.cpp [options below])
+#       an operator pack (ophost_add_plugin with KIND operator-pack)
+#   ophost_add_backend(NAME mydev VERSION 1.0.0 SOURCES mydev.cpp [options below])
+#       a device backend (ophost_add_plugin with KIND device-backend)
 #   ophost_add_plugin(NAME myops VERSION 1.0.0 [KIND operator-pack|device-backend]
 #                     SOURCES a.cpp ... [LINK_LIBRARIES ...]
 #                     [DESCRIPTION "..."] [LICENSE "..."]
 #                     [REQUIRES_DEVICES cpu ...] [CPU_FEATURES avx2 ...]
-#                     [OUTPUT_DIR dir] [NO_INSTALL])
+#                     [OUTPUT_DIR dir] [NO_INSTALL] [CHECK])
 #
-# Produces the module library `lib<NAME>.so` in <OUTPUT_DIR>/<NAME>/ (default: the build tree's
-# lib/ophost/plugins) with hidden visibility and a version script that exports only the entry symbol, then
-# writes <NAME>/ophost-plugin.json next to it: ops and devices are read from the built library by
-# `ophost pack manifest`, and the library's sha256 is filled in. The target is named ophost_plugin_<NAME>.
+# Produces the module library `lib<NAME>.so` in <OUTPUT_DIR>/<NAME>/ (default: the ophost build tree's
+# lib/ophost/plugins inside the ophost project, else <CMAKE_BINARY_DIR>/plugins) with hidden visibility and a
+# version script that exports only the entry symbol `oph_plugin_entry_v1`, then writes
+# <NAME>/ophost-plugin.json next to it: name, version, ABI, ops and devices are read from the built library by
+# `ophost pack manifest`, and the library's sha256 is filled in. The folder <OUTPUT_DIR>/<NAME> is a plugin
+# ready to drop into any plugin root (`ophost run --plugin-path <OUTPUT_DIR>`).
+#
+# NAME and VERSION are also compiled in as OPH_PLUGIN_NAME / OPH_PLUGIN_VERSION (OPH_PACK uses them).
+# DESCRIPTION and LICENSE may hold any text, ';' included. CHECK runs `ophost pack check` on the folder after
+# every build (the build fails when it reports a finding). Installation (unless NO_INSTALL) goes to
+# ${OPHOST_INSTALL_PLUGIN_DIR}/<NAME>, by default the host's own plugin folder relative to the install prefix
+# (lib/ophost/plugins). The target is named ophost_plugin_<NAME>.
 include_guard(GLOBAL)
 
 set(_OPHOST_PLUGIN_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
+# The ophost command used to write manifests: the in-tree target when building ophost itself, else the one
+# imported by find_package(ophost).
+function(_ophost_tool out_var target)
+  if(TARGET ophost)
+    set(${out_var} "$<TARGET_FILE:ophost>" PARENT_SCOPE)
+    add_dependencies(${target} ophost)
+  elseif(TARGET ophost::ophost)
+    set(${out_var} "$<TARGET_FILE:ophost::ophost>" PARENT_SCOPE)
+  else()
+    message(FATAL_ERROR "ophost plugins: the ophost command is needed to write manifests; "
+                        "call find_package(ophost) first")
+  endif()
+endfunction()
+
+# Text for one argument of add_custom_command: ';' would split it into several arguments, so each one becomes
+# the generator expression $<SEMICOLON>, which is expanded after the command line is split.
+function(_ophost_escape_arg out_var text)
+  string(REPLACE ";" "$<SEMICOLON>" text "${text}")
+  set(${out_var} "${text}" PARENT_SCOPE)
+endfunction()
+
 function(ophost_add_plugin)
-  cmake_parse_arguments(P "NO_INSTALL" "NAME;VERSION;KIND;DESCRIPTION;LICENSE;OUTPUT_DIR"
-                        "SOURCES;LINK_LIBRARIES;REQUIRES_DEVICES;CPU_FEATURES" ${ARGN})
+  # PARSE_ARGV keeps a quoted value with ';' in it as one value (plain ${ARGN} would split it).
+  cmake_parse_arguments(PARSE_ARGV 0 P "NO_INSTALL;CHECK" "NAME;VERSION;KIND;DESCRIPTION;LICENSE;OUTPUT_DIR"
+                        "SOURCES;LINK_LIBRARIES;REQUIRES_DEVICES;CPU_FEATURES")
+  if(P_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "ophost_add_plugin(${P_NAME}): unknown arguments: ${P_UNPARSED_ARGUMENTS}")
+  endif()
   if(NOT P_NAME OR NOT P_VERSION OR NOT P_SOURCES)
     message(FATAL_ERROR "ophost_add_plugin: NAME, VERSION and SOURCES are required")
+  endif()
+  if(NOT P_NAME MATCHES "^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    message(FATAL_ERROR "ophost_add_plugin: NAME '${P_NAME}' must be letters, digits, '_', '.', '-' "
+                        "(it names the folder, the library and the target)")
+  endif()
+  if(NOT P_VERSION MATCHES "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)([-+][0-9A-Za-z.+-]*)?$")
+    message(FATAL_ERROR "ophost_add_plugin(${P_NAME}): VERSION '${P_VERSION}' is not semver (MAJOR.MINOR.PATCH)")
   endif()
   if(NOT P_KIND)
     set(P_KIND operator-pack)
@@ -26,7 +71,7 @@ function(ophost_add_plugin)
   if(NOT P_KIND STREQUAL "operator-pack" AND NOT P_KIND STREQUAL "device-backend")
     message(FATAL_ERROR "ophost_add_plugin(${P_NAME}): KIND must be operator-pack or device-backend")
   endif()
-  if(NOT P_LICENSE)
+  if(NOT DEFINED P_LICENSE OR P_LICENSE STREQUAL "")
     set(P_LICENSE "unspecified")
   endif()
   if(NOT P_OUTPUT_DIR)
@@ -43,10 +88,11 @@ function(ophost_add_plugin)
   target_link_libraries(${target} PRIVATE ophost::sdk ${P_LINK_LIBRARIES})
   target_compile_definitions(${target} PRIVATE OPH_PLUGIN_NAME="${P_NAME}" OPH_PLUGIN_VERSION="${P_VERSION}")
   set(vscript "${CMAKE_CURRENT_BINARY_DIR}/${target}.map")
-  file(WRITE "${vscript}" "{\n  global: oph_plugin_entry_v1;\n  local: *;\n};\n")
+  file(CONFIGURE OUTPUT "${vscript}" CONTENT "{\n  global: oph_plugin_entry_v1;\n  local: *;\n};\n")
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME ${P_NAME}
     PREFIX "lib"
+    SUFFIX ".so"
     LIBRARY_OUTPUT_DIRECTORY "${dir}"
     C_VISIBILITY_PRESET hidden
     CXX_VISIBILITY_PRESET hidden
@@ -61,18 +107,13 @@ function(ophost_add_plugin)
 
   # Manifest generation: `ophost pack manifest` loads the library, reads its op and device tables and
   # writes the manifest with the sha256 of the library.
-  if(TARGET ophost)
-    set(tool $<TARGET_FILE:ophost>)
-    add_dependencies(${target} ophost)
-  elseif(TARGET ophost::ophost)
-    set(tool $<TARGET_FILE:ophost::ophost>)
-  else()
-    message(FATAL_ERROR "ophost_add_plugin: the ophost command is needed to write manifests (find_package(ophost))")
-  endif()
-  set(args --library "$<TARGET_FILE:${target}>" --kind ${P_KIND} --license "${P_LICENSE}"
+  _ophost_tool(tool ${target})
+  _ophost_escape_arg(license "${P_LICENSE}")
+  set(args --library "$<TARGET_FILE:${target}>" --kind ${P_KIND} --license "${license}"
            --out "${dir}/ophost-plugin.json")
-  if(P_DESCRIPTION)
-    list(APPEND args --description "${P_DESCRIPTION}")
+  if(NOT "${P_DESCRIPTION}" STREQUAL "")
+    _ophost_escape_arg(description "${P_DESCRIPTION}")
+    list(APPEND args --description "${description}")
   endif()
   foreach(d IN LISTS P_REQUIRES_DEVICES)
     list(APPEND args --requires-device ${d})
@@ -80,16 +121,51 @@ function(ophost_add_plugin)
   foreach(f IN LISTS P_CPU_FEATURES)
     list(APPEND args --cpu-feature ${f})
   endforeach()
+  set(check_cmd)
+  if(P_CHECK)
+    set(check_cmd COMMAND ${tool} pack check "${dir}")
+  endif()
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND ${tool} pack manifest ${args}
+    ${check_cmd}
     COMMENT "ophost: writing manifest for plugin ${P_NAME}"
     VERBATIM)
+  set_property(TARGET ${target} APPEND PROPERTY ADDITIONAL_CLEAN_FILES "${dir}/ophost-plugin.json")
 
   if(NOT P_NO_INSTALL)
     if(NOT DEFINED OPHOST_INSTALL_PLUGIN_DIR)
-      set(OPHOST_INSTALL_PLUGIN_DIR "${CMAKE_INSTALL_LIBDIR}/ophost/plugins")
+      set(OPHOST_INSTALL_PLUGIN_DIR "lib/ophost/plugins")
     endif()
     install(TARGETS ${target} LIBRARY DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}" COMPONENT plugins)
     install(FILES "${dir}/ophost-plugin.json" DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}" COMPONENT plugins)
   endif()
+endfunction()
+
+# ophost_add_pack(NAME ... VERSION ... SOURCES ... [options of ophost_add_plugin]): an operator pack.
+function(ophost_add_pack)
+  cmake_parse_arguments(PARSE_ARGV 0 A "" "KIND" "")
+  if(DEFINED A_KIND AND NOT A_KIND STREQUAL "operator-pack")
+    message(FATAL_ERROR "ophost_add_pack: KIND is always operator-pack (use ophost_add_backend for a device)")
+  endif()
+  _ophost_forward_plugin(operator-pack ${A_UNPARSED_ARGUMENTS})
+endfunction()
+
+# ophost_add_backend(NAME ... VERSION ... SOURCES ... [options of ophost_add_plugin]): a device backend.
+function(ophost_add_backend)
+  cmake_parse_arguments(PARSE_ARGV 0 A "" "KIND" "")
+  if(DEFINED A_KIND AND NOT A_KIND STREQUAL "device-backend")
+    message(FATAL_ERROR "ophost_add_backend: KIND is always device-backend (use ophost_add_pack for ops)")
+  endif()
+  _ophost_forward_plugin(device-backend ${A_UNPARSED_ARGUMENTS})
+endfunction()
+
+# Forwards arguments to ophost_add_plugin keeping values with ';' in one piece.
+function(_ophost_forward_plugin kind)
+  set(fwd)
+  math(EXPR last "${ARGC} - 1")
+  foreach(i RANGE 1 ${last})
+    string(REPLACE ";" "\\;" a "${ARGV${i}}")
+    list(APPEND fwd "${a}")
+  endforeach()
+  ophost_add_plugin(KIND ${kind} ${fwd})
 endfunction()
