@@ -1,5 +1,7 @@
 // ophost pack manifest: write ophost-plugin.json for a built plugin library.
+// ophost pack check: validate a plugin folder for its author (pack_check.cpp).
 #include "common.hpp"
+#include "pack_check.hpp"
 
 #include "plugins/manifest.hpp"
 #include "plugins/plugin_set.hpp"
@@ -43,8 +45,12 @@ int cmd_pack_manifest(int argc, char** argv) {
 
 int cmd_pack(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "manifest") return cmd_pack_manifest(argc - 1, argv + 1);
+  if (argc >= 2 && std::string_view(argv[1]) == "check") return cmd_pack_check(argc - 1, argv + 1);
   std::cerr << "Usage: ophost pack manifest --library LIB --kind KIND --out FILE\n"
-               "  manifest   write ophost-plugin.json for a built plugin library\n";
+               "       ophost pack check DIR\n"
+               "  manifest   write ophost-plugin.json for a built plugin library\n"
+               "  check      validate a plugin folder (manifest, ABI, exported symbols, op definitions, a run of\n"
+               "             every CPU op with random inputs); exit 0 when clean, 1 with findings\n";
   return (argc >= 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) ? kExitOk
                                                                                                        : kExitUsage;
 }

@@ -22,6 +22,7 @@ constexpr const char* kUsage =
     "  bench MODEL      latency percentiles, jitter, allocations per run and pool peak\n"
     "  inspect MODEL    inputs, outputs, node count and (--memory) the static memory plan\n"
     "  pack manifest    write ophost-plugin.json for a built plugin library (used by ophost_add_plugin)\n"
+    "  pack check DIR   validate a plugin folder for its author (manifest, ABI, symbols, ops, a run of each op)\n"
     "\n"
     "Plugins are searched in --plugin-path, then $OPHOST_PLUGIN_PATH (colon-separated), then\n"
     "<exe>/../lib/ophost/plugins; never the current directory. $OPHOST_PLUGINS_DISABLE takes glob patterns.\n"
