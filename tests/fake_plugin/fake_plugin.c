@@ -9,6 +9,10 @@
  *   FAKE_BAD_TYPE_VAR        an input names a type variable no constraint defines
  *   FAKE_USE_HELPER          calls into libfake_helper.so (a dependency not on the loader's path)
  *   FAKE_WIDE_STRUCTS        boundary structs larger than ABI 1.0 (as a newer minor would write them)
+ *   FAKE_MIN_STRUCTS         io and alias defs declare a struct_size smaller than the host's sizeof (ending at
+ *                            their last field, as an older minor's smaller structs would); compute copies x
+ *   FAKE_MISBEHAVE           with fake_misbehave.cpp: create_kernel / compute come from that C++ file, which
+ *                            misbehaves as one of its FAKE_MB_* switches says (see there)
  *   FAKE_DEVICE              a device backend ("fakedev") instead of an operator pack
  *   FAKE_DEVICE_INACTIVE     with FAKE_DEVICE: enumerate reports no device
  * Environment: FAKE_PLUGIN_RELEASE_LOG=<file> appends "release <name>\n" to <file> when release is called.
@@ -52,6 +56,14 @@ static oph_status* echo_compute(void* state, const oph_compute_context* ctx) {
 #ifdef FAKE_USE_HELPER
   if (fake_helper_value() != 42) return ctx->services->status_create(OPH_CODE_INTERNAL, "helper");
 #endif
+#ifdef FAKE_MIN_STRUCTS
+  if (ctx->num_outputs >= 1 && ctx->outputs[0] && ctx->inputs[0]) {
+    const oph_tensor* x = ctx->inputs[0];
+    size_t n = 4, d;
+    for (d = 0; d < (size_t)x->ndim; ++d) n *= (size_t)x->shape[d];
+    memmove((char*)ctx->outputs[0]->data + ctx->outputs[0]->byte_offset, (const char*)x->data + x->byte_offset, n);
+  }
+#endif
   return NULL;
 }
 
@@ -72,14 +84,21 @@ static const wide_tc k_constraints[1] = {{{sizeof(wide_tc), "T", &k_float32, 1},
 #define IO_CONSTRAINTS (&k_constraints[0].base)
 #define NUM_INPUTS 2
 #else
-static const oph_io_def k_inputs[1] = {{sizeof(oph_io_def), "x",
+#ifdef FAKE_MIN_STRUCTS
+#define IO_DEF_SIZE (offsetof(oph_io_def, memory) + sizeof(int32_t))
+#define ALIAS_DEF_SIZE (offsetof(oph_alias_def, kind) + sizeof(int32_t))
+#else
+#define IO_DEF_SIZE sizeof(oph_io_def)
+#define ALIAS_DEF_SIZE sizeof(oph_alias_def)
+#endif
+static const oph_io_def k_inputs[1] = {{IO_DEF_SIZE, "x",
 #ifdef FAKE_BAD_TYPE_VAR
                                         "U",
 #else
                                         "T",
 #endif
                                         OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}};
-static const oph_io_def k_outputs[1] = {{sizeof(oph_io_def), "out", "T", OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}};
+static const oph_io_def k_outputs[1] = {{IO_DEF_SIZE, "out", "T", OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}};
 static const oph_type_constraint k_constraints[1] = {{sizeof(oph_type_constraint), "T", &k_float32, 1}};
 #define IO_INPUTS k_inputs
 #define IO_OUTPUTS k_outputs
@@ -92,16 +111,32 @@ static const oph_attr_def k_attrs[2] = {
      {sizeof(oph_attr_value), OPH_ATTR_INT, 0.0f, 1, NULL, NULL, NULL, NULL, NULL, 0}},
     {sizeof(oph_attr_def), "tag", OPH_ATTR_STRING, false,
      {sizeof(oph_attr_value), OPH_ATTR_UNDEFINED, 0.0f, 0, NULL, NULL, NULL, NULL, NULL, 0}}};
-static const oph_alias_def k_aliases[1] = {{sizeof(oph_alias_def), 0, 0, OPH_ALIAS_MAY_INPLACE}};
+#ifndef ALIAS_DEF_SIZE
+#define ALIAS_DEF_SIZE sizeof(oph_alias_def)
+#endif
+static const oph_alias_def k_aliases[1] = {{ALIAS_DEF_SIZE, 0, 0, OPH_ALIAS_MAY_INPLACE}};
 
 #define ECHO_DEF(since, end)                                                                              \
   {sizeof(OP_STRUCT), "fake", "echo", (since), (end), "cpu", IO_INPUTS, NUM_INPUTS, IO_OUTPUTS, 1,        \
-   IO_CONSTRAINTS, 1, k_attrs, 2, k_aliases, 1, 0, NULL, echo_infer, NULL, NULL, COMPUTE_FN,              \
+   IO_CONSTRAINTS, 1, k_attrs, 2, k_aliases, 1, 0, NULL, echo_infer, CREATE_FN, DESTROY_FN, COMPUTE_FN,  \
    "copies its input"}
+
+#ifdef FAKE_MISBEHAVE
+/* fake_misbehave.cpp (C++: it may throw) */
+oph_status* fake_mb_create_kernel(const oph_kernel_create_args* args, void** out_state);
+void fake_mb_destroy_kernel(void* state);
+oph_status* fake_mb_compute(void* state, const oph_compute_context* ctx);
+#define CREATE_FN fake_mb_create_kernel
+#define DESTROY_FN fake_mb_destroy_kernel
+#define COMPUTE_FN fake_mb_compute
+#else
+#define CREATE_FN NULL
+#define DESTROY_FN NULL
+#endif
 
 #ifdef FAKE_NULL_COMPUTE
 #define COMPUTE_FN NULL
-#else
+#elif !defined(COMPUTE_FN)
 #define COMPUTE_FN echo_compute
 #endif
 
