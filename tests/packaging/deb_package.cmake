@@ -1,0 +1,74 @@
+# CTest driver (cmake -P): CPack packages of the current build tree (no rebuild), the .deb unpacked into a
+# temporary root, and `ophost plugins` plus an example model run from it.
+#
+# Variables: BUILD_DIR SOURCE_DIR WORK_DIR ALLCLOSE
+# Prints "SKIPPED: ..." (the test's SKIP_REGULAR_EXPRESSION) when dpkg-deb is not installed.
+cmake_minimum_required(VERSION 3.25)
+
+find_program(DPKG_DEB dpkg-deb)
+if(NOT DPKG_DEB)
+  message("SKIPPED: dpkg-deb is not installed (apt-get install dpkg); the .deb cannot be unpacked")
+  return()
+endif()
+get_filename_component(cmake_bin "${CMAKE_COMMAND}" DIRECTORY)
+find_program(CPACK cpack HINTS "${cmake_bin}" REQUIRED)
+
+function(step name)
+  string(REPLACE ";" " " shown "${ARGN}")
+  message(STATUS "[${name}] ${shown}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "[${name}] failed (${rc}):\n${out}\n${err}")
+  endif()
+  set(step_out "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}/pkg")
+
+# dpkg-shlibdeps (dpkg-dev) computes Depends; without it the package is still built, with no Depends.
+set(extra)
+find_program(DPKG_SHLIBDEPS dpkg-shlibdeps)
+if(NOT DPKG_SHLIBDEPS)
+  message(STATUS "dpkg-shlibdeps not found: building the .deb without computed Depends")
+  set(extra -D CPACK_DEBIAN_PACKAGE_SHLIBDEPS=OFF)
+endif()
+step(cpack "${CPACK}" --config "${BUILD_DIR}/CPackConfig.cmake" -G "DEB;TGZ" -B "${WORK_DIR}/pkg" ${extra})
+file(GLOB debs "${WORK_DIR}/pkg/*.deb")
+file(GLOB tgzs "${WORK_DIR}/pkg/*.tar.gz")
+list(LENGTH debs n_deb)
+list(LENGTH tgzs n_tgz)
+if(NOT n_deb EQUAL 1 OR NOT n_tgz EQUAL 1)
+  message(FATAL_ERROR "expected one .deb and one .tar.gz in ${WORK_DIR}/pkg, found: ${debs} ${tgzs}")
+endif()
+step(info "${DPKG_DEB}" --info "${debs}")
+message(STATUS "[info]\n${step_out}")
+
+# Unpack into a temporary root: the host finds its plugins relative to its executable.
+set(root "${WORK_DIR}/root")
+step(unpack "${DPKG_DEB}" -x "${debs}" "${root}")
+foreach(f IN ITEMS usr/bin/ophost usr/include/ophost/ophost_plugin.h usr/lib/cmake/ophost/ophostConfig.cmake
+                   usr/lib/ophost/plugins/onnx-core/ophost-plugin.json usr/lib/ophost/plugins/cpu/ophost-plugin.json)
+  if(NOT EXISTS "${root}/${f}")
+    message(FATAL_ERROR "${f} is not in the .deb")
+  endif()
+endforeach()
+
+step(plugins "${root}/usr/bin/ophost" plugins)
+message(STATUS "[plugins]\n${step_out}")
+foreach(p IN ITEMS onnx-core myops cpu)
+  if(NOT step_out MATCHES "${p}")
+    message(FATAL_ERROR "`ophost plugins` from the .deb does not list ${p}")
+  endif()
+endforeach()
+string(FIND "${step_out}" "${BUILD_DIR}" at)
+if(NOT at EQUAL -1)
+  message(FATAL_ERROR "`ophost plugins` from the .deb used plugins of the build tree")
+endif()
+
+set(models "${SOURCE_DIR}/examples/models")
+step(run "${root}/usr/bin/ophost" run "${models}/mixed_small.onnx" --input "x=${models}/mixed_small.input.x.npy"
+     --output-dir "${WORK_DIR}/out")
+message(STATUS "[run]\n${step_out}")
+step(compare "${ALLCLOSE}" "${WORK_DIR}/out/y.npy" "${models}/mixed_small.output.y.npy" 1e-4 1e-5)
+message(STATUS "[compare] ${step_out}")

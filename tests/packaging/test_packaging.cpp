@@ -1,0 +1,160 @@
+// `ophost pack check` on clean and broken plugin folders, and ABI compatibility through the real loader and the
+// real `ophost` command: a pack whose boundary structs are smaller than the host's (older producer) loads and
+// runs; a pack requiring a newer minor is rejected naming both versions.
+#include "integration_support.hpp"
+
+#include "model/npy.hpp"
+#include "plugins/manifest.hpp"
+#include "plugins/plugin_set.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace {
+
+using namespace ophost;
+using namespace ophost::itest;
+
+const fs::path kPackCheckDirs = PACKAGING_TEST_PACKS;  // misbehaving/ (ophost_add_pack), leaky/ (no visibility)
+
+// Copies `lib` into <root>/<name>/ and writes its manifest with `ophost pack manifest` (the author workflow).
+fs::path install_with_manifest(const fs::path& root, const std::string& name, const fs::path& lib) {
+  fs::path dir = root / name;
+  fs::create_directories(dir);
+  fs::copy_file(lib, dir / lib.filename(), fs::copy_options::overwrite_existing);
+  ProcResult r = itest::ophost({"pack", "manifest", "--library", (dir / lib.filename()).string(), "--kind", "operator-pack",
+                         "--out", (dir / kManifestFileName).string()});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  return dir;
+}
+
+ProcResult pack_check(const fs::path& dir) { return itest::ophost({"pack", "check", dir.string()}); }
+
+TEST(PackCheck, BundledMyopsIsClean) {
+  ProcResult r = pack_check(kPluginDir / "myops");
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "exported symbols: oph_plugin_entry_v1 only");
+  EXPECT_CONTAINS(r.out, "myops::gelu [1+] on cpu: run check");
+  EXPECT_CONTAINS(r.out, "MAY_INPLACE holds");
+  EXPECT_CONTAINS(r.out, "result: clean");
+}
+
+TEST(PackCheck, RunCheckFindsWhatEachMisbehavingOpDoes) {
+  ProcResult r = pack_check(kPackCheckDirs / "misbehaving");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  // The manifest, symbols and definitions are clean (ophost_add_pack); only the runs find problems.
+  EXPECT_CONTAINS(r.out, "exported symbols: oph_plugin_entry_v1 only");
+  EXPECT_CONTAINS(r.out, "bad::scribble [1+] on cpu (float32 []): compute modified input 0 ('input_0'), which is "
+                         "declared read-only");
+  EXPECT_CONTAINS(r.out, "OPH_ALIAS_MUTATES_INPUT");
+  EXPECT_CONTAINS(r.out, "bad::reverse [1+] on cpu (float32 [7]): MAY_INPLACE input 0 -> output 0 does not hold");
+  EXPECT_CONTAINS(r.out, "drop .may_inplace(0, 0)");
+  EXPECT_CONTAINS(r.out, "bad::overrun [1+] on cpu (float32 []): output 0 ('output_0'): compute wrote past the end of the "
+                         "buffer (4 bytes for shape [1] float32 from infer)");
+  EXPECT_CONTAINS(r.out, "ok       bad::twice [1+] on cpu: run check");
+  EXPECT_CONTAINS(r.out, "result: 3 finding(s)");
+}
+
+TEST(PackCheck, ExportedSymbolsBesidesTheEntry) {
+  ProcResult r = pack_check(kPackCheckDirs / "leaky");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  symbols: the library exports ");
+  EXPECT_CONTAINS(r.out, "symbol(s) besides oph_plugin_entry_v1: ");
+  EXPECT_CONTAINS(r.out, "build with -fvisibility=hidden and a version script");
+}
+
+TEST(PackCheck, LoaderRejectionsAreFindings) {
+  TempDir tmp;
+  fs::path noentry = tmp.path() / "fakenoentry";  // no manifest: `ophost pack manifest` refuses the library
+  fs::create_directories(noentry);
+  fs::copy_file(FAKE_PLUGIN_fakenoentry, noentry / "libfakenoentry.so");
+  ProcResult r = pack_check(noentry);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  symbols: the library does not export oph_plugin_entry_v1");
+
+  fs::path dir = tmp.path() / "fakebadop";
+  fs::create_directories(dir);
+  fs::copy_file(FAKE_PLUGIN_fakebadop, dir / "libfakebadop.so");
+  r = pack_check(dir);  // no manifest: `ophost pack manifest` refuses this library, so there is none
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "write it with `ophost pack manifest --library LIB");
+  EXPECT_CONTAINS(r.out, "op table entry 0 (fake::echo): compute is NULL");
+}
+
+TEST(PackCheck, ManifestProblems) {
+  TempDir tmp;
+  fs::path dir = install_with_manifest(tmp.path(), "fakeold", FAKE_PLUGIN_fakeold);
+  ASSERT_EQ(pack_check(dir).exit_code, 0) << pack_check(dir).describe();
+
+  Manifest m = read_manifest(dir / kManifestFileName);
+  m.sha256 = std::string(64, '0');
+  write_manifest(m, dir / kManifestFileName);
+  ProcResult r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.out, "but the manifest says 0000");
+  EXPECT_CONTAINS(r.out, "regenerate the manifest after every build");
+
+  std::string text = read_file(dir / kManifestFileName);
+  text.insert(text.find('{') + 1, "\n  \"colour\": \"blue\",");
+  write_file(dir / kManifestFileName, text);
+  r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.out, "FINDING  manifest: ");
+  EXPECT_CONTAINS(r.out, "colour");
+}
+
+// ---- ABI compatibility -------------------------------------------------------------------------------------
+
+TEST(AbiCompat, SmallerStructSizeOfAnOlderProducerLoadsAndRuns) {
+  TempDir tmp;
+  fs::path root = tmp.path() / "plugins";
+  install_with_manifest(root, "fakeold", FAKE_PLUGIN_fakeold);
+
+  // In process: the loader accepts it and the op's io/alias defs really are smaller than this host's structs.
+  DiscoveryOptions opt;
+  opt.plugin_paths = {root};
+  opt.use_env_plugin_path = false;
+  opt.use_default_plugin_dir = false;
+  {
+    PluginSet set = PluginSet::discover(opt);
+    ASSERT_EQ(set.loaded().size(), 1u) << (set.reports().empty() ? "" : set.reports()[0].reason);
+    const oph_op_def* op = set.loaded()[0]->ops().at(0);
+    EXPECT_LT(op->inputs[0].struct_size, sizeof(oph_io_def));
+    EXPECT_LT(op->outputs[0].struct_size, sizeof(oph_io_def));
+    EXPECT_LT(op->aliases[0].struct_size, sizeof(oph_alias_def));
+  }
+
+  // Through the command: a model using fake::echo runs and gives its input back.
+  ModelBuilder b({{"", 13}, {"fake", 1}});
+  b.input("x", {2, 3}).output("y", {2, 3});
+  b.node("echo", {"x"}, {"y"}, "echo", "fake");
+  fs::path model = b.save(tmp.path() / "echo.onnx");
+  Tensor x(DType::kFloat32, {2, 3});
+  for (int i = 0; i < 6; ++i) x.data_as<float>()[i] = 0.5f * static_cast<float>(i) - 1.0f;
+  write_npy(tmp.path() / "x.npy", x);
+  ProcResult r = itest::ophost({"run", model.string(), "--plugin-path", root.string(), "--input",
+                         "x=" + (tmp.path() / "x.npy").string(), "--output-dir", (tmp.path() / "out").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  Tensor y = read_npy(tmp.path() / "out" / "y.npy");
+  ASSERT_EQ(y.numel(), 6);
+  EXPECT_EQ(std::memcmp(y.data(), x.data(), 6 * sizeof(float)), 0);
+}
+
+TEST(AbiCompat, MinorRequiredAboveTheHostIsRejectedNamingBothVersions) {
+  TempDir tmp;
+  fs::path root = tmp.path() / "plugins";
+  // The manifest claims ABI 1.0 (so the pre-dlopen check passes); the library's handshake says 1.1.
+  Manifest m = manifest_from_library(FAKE_PLUGIN_fakegood, "operator-pack");
+  fs::path lib = FAKE_PLUGIN_fakeminor;
+  fs::create_directories(root / "fakeminor");
+  fs::copy_file(lib, root / "fakeminor" / lib.filename());
+  m.name = "fakeminor";
+  m.library = lib.filename().string();
+  m.sha256 = sha256_file(lib);
+  write_manifest(m, root / "fakeminor" / kManifestFileName);
+  ProcResult r = itest::ophost({"plugins", "-v", "--plugin-path", root.string()});
+  EXPECT_CONTAINS(r.out + r.err, "the library requires ABI 1.1 but this host provides ABI 1.0");
+}
+
+}  // namespace
