@@ -4,6 +4,7 @@
 //  - generic path (shapes only known while running): tensors allocated per value, released as soon as their
 //    last consumer has finished.
 #include "exec/memory_plan.hpp"
+#include "exec/parallel.hpp"
 #include "exec/session_impl.hpp"
 
 #include <ophost/services.hpp>
@@ -41,12 +42,40 @@ oph_status* allocate_output_cb(const oph_compute_context* ctx, size_t index, int
                                                      std::to_string(ndim) + " but infer() said " +
                                                      std::to_string(m.shape.size()));
     }
+    for (size_t k = 0; m.rank_known && k < dims.size(); ++k) {
+      if (dims[k] < 0 || (m.shape[k] >= 0 && m.shape[k] != dims[k])) {
+        return make_status(Code::kInvalidArgument, "allocate_output: output " + std::to_string(index) + " asked for " +
+                                                       "shape " + shape_to_string(dims) + " but infer() said " +
+                                                       shape_to_string(m.shape));
+      }
+    }
     st->values[v] = Tensor(m.dtype, std::move(dims));
     st->out_views[index] = st->values[v].view();
     return nullptr;
   } catch (const std::exception& e) {
     return make_status(Code::kResourceExhausted, std::string("allocate_output: ") + e.what());
   }
+}
+
+// Planned runs preallocate every output with its inferred shape; a kernel that still asks for an output gets it
+// only when the shape is the same, else an error saying so.
+oph_status* planned_allocate_output_cb(const oph_compute_context* ctx, size_t index, int32_t ndim,
+                                       const int64_t* shape) {
+  if (index >= ctx->num_outputs || ctx->outputs[index] == nullptr) {
+    return make_status(Code::kOutOfRange, "allocate_output: output " + std::to_string(index) + " does not exist");
+  }
+  const oph_tensor& t = *ctx->outputs[index];
+  bool same = ndim == t.ndim && (ndim == 0 || shape != nullptr);
+  for (int32_t k = 0; same && k < ndim; ++k) same = shape[k] == t.shape[k];
+  if (same) return nullptr;
+  std::vector<int64_t> want(t.shape, t.shape + std::max(0, t.ndim));
+  std::vector<int64_t> got;
+  if (shape && ndim > 0 && ndim <= OPH_MAX_NDIM) got.assign(shape, shape + ndim);
+  return make_status(Code::kInvalidArgument, "allocate_output: output " + std::to_string(index) + " asked for shape " +
+                                                 (ndim < 0 || ndim > OPH_MAX_NDIM ? "of rank " + std::to_string(ndim)
+                                                                                  : shape_to_string(got)) +
+                                                 " but infer() said " + shape_to_string(want) +
+                                                 " (the output is preallocated with that shape)");
 }
 
 void check_input(const ModelValueInfo& info, const Tensor& t) {
@@ -135,6 +164,7 @@ std::shared_ptr<ExecPlan> Session::Impl::make_plan(std::vector<std::vector<int64
   plan->lower_bound = mp.lower_bound;
   plan->placed = static_cast<size_t>(std::count_if(buffer_of.begin(), buffer_of.end(), [](int b) { return b >= 0; }));
   plan->planned = true;
+  if (inter_op) compute_dependencies(*this, *plan);
   return plan;
 }
 
@@ -198,7 +228,7 @@ std::unique_ptr<BoundRun> Session::Impl::bind(const ExecPlan& plan) {
     c.outputs = r->output_ptrs.data() + r->output_ptrs.size();
     for (int v : pn.outputs) r->output_ptrs.push_back(v < 0 ? nullptr : &r->tensors[v]);
     c.device = {OPH_DL_CPU, 0};
-    c.allocate_output = nullptr;  // every shape is planned
+    c.allocate_output = &planned_allocate_output_cb;  // every shape is planned: only checks the request
   }
   r->bound.resize(input_values.size());
   return r;
@@ -244,15 +274,17 @@ void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& output
       plan.free_runs.push_back(std::move(r));
     }
   } give_back{plan, r};
-  if (!profiling) {
+  if (inter_op) {
+    inter_op->run(*this, plan, *r);
+  } else if (!profiling) {
     for (size_t ni = 0; ni < nodes.size(); ++ni) {  // the hot loop: one indirect call per node
       const PreparedNode& pn = nodes[ni];
       oph_status* st;
       if (pn.serialize) {
         std::lock_guard lock(*pn.serialize);
-        st = pn.op->compute(pn.state, &r->calls[ni]);
+        st = guarded_compute(pn, &r->calls[ni]);
       } else {
-        st = pn.op->compute(pn.state, &r->calls[ni]);
+        st = guarded_compute(pn, &r->calls[ni]);
       }
       if (st) throw_if_error(st, pn.label);
     }
@@ -266,9 +298,9 @@ void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& output
       oph_status* st;
       if (pn.serialize) {
         std::lock_guard lock(*pn.serialize);
-        st = pn.op->compute(pn.state, &r->calls[ni]);
+        st = guarded_compute(pn, &r->calls[ni]);
       } else {
-        st = pn.op->compute(pn.state, &r->calls[ni]);
+        st = guarded_compute(pn, &r->calls[ni]);
       }
       auto t1 = clock::now();
       if (st) throw_if_error(st, pn.label);
@@ -420,9 +452,9 @@ void Session::Impl::run_generic(const std::vector<ValueMeta>& meta_values, const
     oph_status* status;
     if (pn.serialize) {
       std::lock_guard lock(*pn.serialize);
-      status = pn.op->compute(pn.state, &ctx);
+      status = guarded_compute(pn, &ctx);
     } else {
-      status = pn.op->compute(pn.state, &ctx);
+      status = guarded_compute(pn, &ctx);
     }
     throw_if_error(status, pn.label);
     for (size_t o = 0; o < pn.outputs.size(); ++o) {

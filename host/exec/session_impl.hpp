@@ -7,11 +7,13 @@
 #include "plugins/plugin_set.hpp"
 
 #include <ophost/ophost_plugin.h>
+#include <ophost/services.hpp>
 #include <ophost/runtime.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -92,7 +94,13 @@ struct ExecPlan {
   size_t inplace = 0;
   std::mutex free_mutex;
   std::vector<std::unique_ptr<BoundRun>> free_runs;
+  // Parallel mode: data edges plus the edges that keep shared arena memory safe (a value's buffer is reused only
+  // after every reader of the previous occupant has finished).
+  std::vector<std::vector<int>> successors;  // per node
+  std::vector<int> predecessors;             // per node: count
 };
+
+class InterOpPool;
 
 // Value metadata inferred for one set of graph-input shapes.
 struct ShapePlan {
@@ -116,6 +124,8 @@ struct Session::Impl {
   std::shared_ptr<ExecPlan> static_exec;   // plan of the declared shapes (when complete)
   std::shared_ptr<ExecPlan> last_exec;     // plan of the most recent other input shapes
   std::atomic<int64_t> last_run_allocs{0};
+  bool check_numerics = false;  // SessionOptions::check_numerics (checked in Session::run, runtime.cpp)
+  std::unique_ptr<InterOpPool> inter_op;  // parallel mode only
 
   // Profiling: one event per node run (appended after each run).
   struct ProfileEvent {
@@ -142,9 +152,36 @@ struct Session::Impl {
                                       std::vector<ValueMeta> meta) const;
   std::unique_ptr<BoundRun> bind(const ExecPlan& plan);
   void run_planned(ExecPlan& plan, std::vector<NamedTensor>& outputs, const std::vector<const Tensor*>& bound);
+  void run_nodes_parallel(ExecPlan& plan, BoundRun& r);
   void run_generic(const std::vector<ValueMeta>& meta, const std::vector<const Tensor*>& bound,
                    std::vector<NamedTensor>& outputs);
 };
+
+// A pack's compute / create_kernel called so that a C++ exception escaping it (which breaks the C ABI's rule 4)
+// becomes an error status instead of unwinding through the host; callers add the node label as for any status.
+inline oph_status* guarded_compute(const PreparedNode& pn, const oph_compute_context* ctx) noexcept {
+  try {
+    return pn.op->compute(pn.state, ctx);
+  } catch (const std::exception& e) {
+    return make_status(Code::kInternal, std::string("compute threw a C++ exception across the C ABI: ") + e.what() +
+                                            " (the pack must catch it and return a status)");
+  } catch (...) {
+    return make_status(Code::kInternal, "compute threw a C++ exception across the C ABI (the pack must catch it "
+                                        "and return a status)");
+  }
+}
+inline oph_status* guarded_create_kernel(const PreparedNode& pn, const oph_kernel_create_args* args,
+                                         void** state) noexcept {
+  try {
+    return pn.op->create_kernel(args, state);
+  } catch (const std::exception& e) {
+    return make_status(Code::kInternal, std::string("create_kernel threw a C++ exception across the C ABI: ") +
+                                            e.what() + " (the pack must catch it and return a status)");
+  } catch (...) {
+    return make_status(Code::kInternal, "create_kernel threw a C++ exception across the C ABI (the pack must catch "
+                                        "it and return a status)");
+  }
+}
 
 // Builds a session: resolve every node, validate attributes and arity, infer shapes, create kernels.
 // Explains, for an op no loaded pack serves, which plugin that was not loaded would serve it and why it was

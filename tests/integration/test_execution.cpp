@@ -150,5 +150,107 @@ TEST(Execution, MemLimitGivesClearErrorAndSessionStaysUsable) {
   EXPECT_NO_THROW(ok->run(e.inputs));
 }
 
+
+// Eight independent branches whose intermediate buffers the memory plan reuses across branches: parallel mode must
+// order reuse after every reader (identical outputs run after run).
+fs::path wide_model(const fs::path& dir) {
+  ModelBuilder b({{"", 13}});
+  b.input("x", {4, 64}).output("y", {4, 64});
+  auto* c = b.m.mutable_graph()->add_initializer();
+  c->set_name("c");
+  c->set_data_type(onnx::TensorProto::FLOAT);
+  c->add_dims(64);
+  for (int i = 0; i < 64; ++i) c->add_float_data(0.01f * static_cast<float>(i));
+  std::vector<std::string> ends;
+  for (int br = 0; br < 8; ++br) {
+    std::string p = "b" + std::to_string(br);
+    b.node("Mul", {"x", "c"}, {p + "_m"}, p + "_mul");
+    b.node("Add", {p + "_m", "x"}, {p + "_a"}, p + "_add");
+    b.node("Relu", {p + "_a"}, {p + "_r"}, p + "_relu");
+    b.node("Sub", {p + "_r", "c"}, {p + "_s"}, p + "_sub");
+    b.node("Mul", {p + "_s", p + "_m"}, {p + "_e"}, p + "_mul2");
+    ends.push_back(p + "_e");
+  }
+  std::string acc = ends[0];
+  for (size_t i = 1; i < ends.size(); ++i) {
+    std::string out = i + 1 == ends.size() ? "y" : "acc" + std::to_string(i);
+    b.node("Add", {acc, ends[i]}, {out}, "sum" + std::to_string(i));
+    acc = out;
+  }
+  return b.save(dir / "wide.onnx");
+}
+
+TEST(Execution, ParallelModeGivesIdenticalOutputs) {
+  TempDir tmp;
+  fs::path model = wide_model(tmp.path());
+  Runtime rt({{kPluginDir}, false, false});
+  auto seq = rt.load(model);
+  SessionOptions par;
+  par.execution_mode = SessionOptions::ExecutionMode::kParallel;
+  par.inter_op_threads = 4;
+  auto ps = rt.load(model, par);
+  Tensor x(DType::kFloat32, {4, 64});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = 0.05f * static_cast<float>(i % 37) - 0.7f;
+  auto ref = seq->run({{"x", x}});
+  std::vector<NamedTensor> out;
+  for (int i = 0; i < 300; ++i) {
+    ps->run({{"x", x}}, out);
+    ASSERT_EQ(std::memcmp(out[0].tensor.data(), ref[0].tensor.data(), ref[0].tensor.nbytes()), 0) << "run " << i;
+  }
+  // And from several callers at once.
+  std::atomic<int> bad{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      std::vector<NamedTensor> o;
+      for (int i = 0; i < 50; ++i) {
+        ps->run({{"x", x}}, o);
+        if (std::memcmp(o[0].tensor.data(), ref[0].tensor.data(), ref[0].tensor.nbytes()) != 0) ++bad;
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  for (const char* name : {"mixed_small", "broadcast"}) {
+    Example e = load_example(name);
+    Example p = load_example(name, par);
+    auto a = e.session->run(e.inputs);
+    auto b = p.session->run(p.inputs);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t o = 0; o < a.size(); ++o)
+      EXPECT_EQ(std::memcmp(a[o].tensor.data(), b[o].tensor.data(), a[o].tensor.nbytes()), 0) << name;
+  }
+}
+
+TEST(Execution, ParallelModeReportsKernelErrors) {
+  // Integer division by zero inside one branch: the error names the node; the session stays usable.
+  TempDir tmp;
+  ModelBuilder b({{"", 13}});
+  b.input("a", {4}, onnx::TensorProto::INT64).input("d", {4}, onnx::TensorProto::INT64);
+  b.output("q", {4}, onnx::TensorProto::INT64).output("s", {4}, onnx::TensorProto::INT64);
+  b.node("Div", {"a", "d"}, {"q"}, "the_div");
+  b.node("Add", {"a", "d"}, {"s"}, "the_add");
+  fs::path model = b.save(tmp.path() / "div.onnx");
+  Runtime rt({{kPluginDir}, false, false});
+  SessionOptions par;
+  par.execution_mode = SessionOptions::ExecutionMode::kParallel;
+  par.inter_op_threads = 3;
+  auto s = rt.load(model, par);
+  Tensor a(DType::kInt64, {4}), zero(DType::kInt64, {4}), one(DType::kInt64, {4});
+  for (int i = 0; i < 4; ++i) {
+    a.data_as<int64_t>()[i] = 10 + i;
+    one.data_as<int64_t>()[i] = 1;
+  }
+  try {
+    s->run({{"a", a}, {"d", zero}});
+    FAIL() << "expected a division-by-zero error";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(std::string(e.what()), "the_div");
+    EXPECT_CONTAINS(std::string(e.what()), "division by zero");
+  }
+  auto ok = s->run({{"a", a}, {"d", one}});
+  EXPECT_EQ(ok[0].tensor.data_as<int64_t>()[3], 13);
+}
+
 }  // namespace
 }  // namespace ophost::itest

@@ -107,8 +107,18 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "intra-op threads offered to kernels as parallel_for (0 = hardware concurrency)")
       ("mem-limit", po::value(&opts.mem_limit)->default_value(0),
        "bytes the session's memory pool may take (0 = no limit); exceeding it is an out-of-memory error")
+      ("execution-mode", po::value(&opts.execution_mode)->default_value("sequential"),
+       "sequential (prepared calls in order) or parallel (independent nodes on --inter-op-threads)")
+      ("inter-op-threads", po::value(&opts.inter_op_threads)->default_value(0),
+       "threads running independent nodes in parallel mode, caller included (0 = 2)")
       ("profile", po::value(&opts.profile),
        "write a Chrome-trace profile (ONNX Runtime's field names) to FILE.json and print per-op totals")
+      ("opt-level", po::value(&opts.opt_level)->default_value(3),
+       "graph optimisation level: 0 none, 1 identity/dead-node elimination and constant folding, 2 adds "
+       "Conv+BatchNormalization folding and Conv+activation fusion, 3 (default) adds Conv+Mul/Add folding")
+      ("disable-pass", po::value(&opts.disabled_passes)->composing(),
+       "pass not to run (repeatable): identity-elimination, dead-node-elimination, constant-folding, "
+       "conv-bn-folding, conv-activation-fusion, conv-affine-folding")
       ("log-level", po::value(&opts.log_level),
        "trace, debug, info, warn, error or off (default: $OPHOST_LOG_LEVEL or warn)");
 }
@@ -143,6 +153,16 @@ SessionOptions session_options(const CommonOptions& opts) {
   SessionOptions s;
   s.mem_limit = opts.mem_limit;
   s.profile = !opts.profile.empty();
+  if (opts.execution_mode == "parallel") {
+    s.execution_mode = SessionOptions::ExecutionMode::kParallel;
+  } else if (opts.execution_mode != "sequential") {
+    throw po::error("--execution-mode must be sequential or parallel, got '" + opts.execution_mode + "'");
+  }
+  if (opts.inter_op_threads < 0) throw po::error("--inter-op-threads must be >= 0");
+  s.inter_op_threads = opts.inter_op_threads;
+  if (opts.opt_level < 0 || opts.opt_level > 3) throw po::error("--opt-level must be 0, 1, 2 or 3");
+  s.opt_level = opts.opt_level;
+  s.disabled_passes = opts.disabled_passes;
   return s;
 }
 

@@ -21,6 +21,10 @@ struct CommonOptions {
   int threads = 0;
   size_t mem_limit = 0;
   std::string profile;  // --profile FILE.json
+  std::string execution_mode = "sequential";
+  int inter_op_threads = 0;
+  int opt_level = 3;                         // --opt-level 0..3
+  std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable)
 };
 
 // Adds --plugin-path, --disable-plugin, --allow-op-override, --log-level.
