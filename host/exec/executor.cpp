@@ -276,6 +276,8 @@ void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& output
   } give_back{plan, r};
   if (inter_op) {
     inter_op->run(*this, plan, *r);
+  } else if (lifecycle_checks()) {
+    run_checked(plan, *r);
   } else if (!profiling) {
     for (size_t ni = 0; ni < nodes.size(); ++ni) {  // the hot loop: one indirect call per node
       const PreparedNode& pn = nodes[ni];
@@ -317,6 +319,57 @@ void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& output
     ++allocs;
   }
   last_run_allocs.store(allocs, std::memory_order_relaxed);
+}
+
+bool Session::Impl::lifecycle_checks() const noexcept {
+#ifndef NDEBUG
+  return true;  // debug builds always assert the node lifecycle
+#else
+  return spdlog::should_log(spdlog::level::debug);
+#endif
+}
+
+// The sequential loop with the node lifecycle made explicit: Pending -> Ready (all inputs Finished) -> Running
+// -> Finished (consumers notified) -> Released (a value whose last reader finished returns its bytes to the
+// plan). Reading a Released value is an error. Used in debug builds and at debug log level.
+void Session::Impl::run_checked(ExecPlan& plan, BoundRun& r) {
+  enum class V : uint8_t { kPending, kLive, kReleased };
+  std::vector<V> state(values.size(), V::kPending);
+  std::vector<int> readers_left(values.size());
+  for (size_t v = 0; v < values.size(); ++v) {
+    readers_left[v] = static_cast<int>(values[v].consumers.size());
+    if (values[v].producer < 0) state[v] = V::kLive;  // graph inputs and constants
+  }
+  for (size_t ni = 0; ni < nodes.size(); ++ni) {
+    const PreparedNode& pn = nodes[ni];
+    for (int v : pn.inputs) {
+      if (v < 0) continue;
+      if (state[v] == V::kReleased)
+        throw Error(Code::kInternal, pn.label + ": reads '" + values[v].name + "', which was already Released");
+      if (state[v] != V::kLive)
+        throw Error(Code::kInternal, pn.label + ": reads '" + values[v].name + "' before it was produced");
+    }
+    spdlog::debug("node {} '{}': Pending -> Ready -> Running", ni, pn.node->name);
+    oph_status* st;
+    if (pn.serialize) {
+      std::lock_guard lock(*pn.serialize);
+      st = guarded_compute(pn, &r.calls[ni]);
+    } else {
+      st = guarded_compute(pn, &r.calls[ni]);
+    }
+    if (st) throw_if_error(st, pn.label);
+    for (int v : pn.outputs)
+      if (v >= 0) state[v] = V::kLive;
+    spdlog::debug("node {} '{}': Running -> Finished", ni, pn.node->name);
+    for (int v : pn.inputs) {
+      if (v < 0 || values[v].producer < 0) continue;
+      if (--readers_left[v] == 0 && !values[v].graph_output) {
+        state[v] = V::kReleased;
+        spdlog::debug("value '{}': Released after node {} ({} bytes back to the plan)", values[v].name, ni,
+                      static_cast<size_t>(shape_numel(plan.meta[v].shape)) * dtype_size(plan.meta[v].dtype));
+      }
+    }
+  }
 }
 
 void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) {
