@@ -104,6 +104,8 @@ message(STATUS "[manifest] acme::swish, sha256 ${sha}, description with ';' inta
 # 4. pack check
 step(NAME "pack check" COMMAND "${prefix}/bin/ophost" pack check "${plugin}" OUTPUT_VARIABLE check_out)
 message(STATUS "[pack check]\n${check_out}")
+step(NAME "pack check" COMMAND "${prefix}/bin/ophost" pack check "${example_build}/plugins/acme_c" OUTPUT_VARIABLE check_out)
+message(STATUS "[pack check]\n${check_out}")
 
 # 5. run the model through the installed ophost with the example's plugin folder
 step(NAME run COMMAND "${prefix}/bin/ophost" run "${example_src}/model.onnx" --plugin-path "${example_build}/plugins"
