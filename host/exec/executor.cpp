@@ -321,6 +321,13 @@ void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& output
   last_run_allocs.store(allocs, std::memory_order_relaxed);
 }
 
+void Session::Impl::reserve_static_arena() {
+  if (!static_exec || !static_exec->planned) return;
+  auto r = bind(*static_exec);
+  std::lock_guard lock(static_exec->free_mutex);
+  static_exec->free_runs.push_back(std::move(r));
+}
+
 bool Session::Impl::lifecycle_checks() const noexcept {
 #ifndef NDEBUG
   return true;  // debug builds always assert the node lifecycle

@@ -152,6 +152,8 @@ struct Session::Impl {
                                       std::vector<ValueMeta> meta) const;
   std::unique_ptr<BoundRun> bind(const ExecPlan& plan);
   void run_planned(ExecPlan& plan, std::vector<NamedTensor>& outputs, const std::vector<const Tensor*>& bound);
+  // Reserves the arena of the declared shapes' static plan now (session start) instead of at the first run.
+  void reserve_static_arena();
   bool lifecycle_checks() const noexcept;
   void run_checked(ExecPlan& plan, BoundRun& r);
   void run_generic(const std::vector<ValueMeta>& meta, const std::vector<const Tensor*>& bound,
