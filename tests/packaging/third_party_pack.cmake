@@ -7,7 +7,7 @@
 #   4. <prefix>/bin/ophost pack check plugins/acme  -> clean
 #   5. <prefix>/bin/ophost run model.onnx --plugin-path <example build>/plugins --input x=...  -> reference
 #
-# Variables: BUILD_DIR SOURCE_DIR WORK_DIR ALLCLOSE GENERATOR CXX_COMPILER [MAKE_PROGRAM]
+# Variables: BUILD_DIR SOURCE_DIR WORK_DIR ALLCLOSE GENERATOR CXX_COMPILER C_COMPILER [MAKE_PROGRAM]
 # These are the commands of docs/writing-a-pack.md ("Build it against the installed SDK").
 cmake_minimum_required(VERSION 3.25)
 
@@ -65,7 +65,7 @@ endif()
 
 # 2. configure against the prefix (nothing else: no package registry, no build tree)
 set(cfg -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=Release
-        -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -G "${GENERATOR}")
+        -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_C_COMPILER=${C_COMPILER} -G "${GENERATOR}")
 if(MAKE_PROGRAM)
   list(APPEND cfg -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
 endif()
