@@ -1,5 +1,6 @@
-// Session construction: resolve -> validate (arity, attributes, types) -> infer -> create kernels.
+// Session construction: graph passes -> resolve -> validate (arity, attributes, types) -> infer -> create kernels.
 #include "exec/session_impl.hpp"
+#include "passes/passes.hpp"
 #include "registry/registry.hpp"
 
 #include <ophost/services.hpp>
@@ -325,17 +326,17 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
   return meta;
 }
 
-std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> plugins, const OpRegistry& registry,
-                                             Model model, const SessionOptions& options,
-                                             const UnloadedHint& unloaded_hint) {
-  auto s = std::make_unique<Session::Impl>();
-  s->plugins = std::move(plugins);
-  s->model = std::move(model);
+namespace {
+
+// Nested sessions (constant folding runs single nodes through a session of their own) log at debug level.
+thread_local bool g_quiet_build = false;
+
+// Values (initializers, graph inputs, node outputs) and resolved nodes of s->model. Returns the number of
+// Constant nodes turned into values.
+size_t resolve_graph(Session::Impl* s, const OpRegistry& registry, const std::vector<std::string>& devices,
+                     const UnloadedHint& unloaded_hint) {
   const Model& m = s->model;
   const std::string file = m.path.string();
-
-  std::vector<std::string> devices = options.devices;
-  if (devices.empty()) devices = {"cpu"};
 
   // Values: initializers, graph inputs, node outputs.
   std::map<std::string, int> index;
@@ -434,8 +435,10 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     s->values[it->second].graph_output = true;
     s->output_values.push_back(it->second);
   }
+  return folded_constants;
+}
 
-  // Shapes from the declared graph inputs.
+std::vector<ValueMeta> declared_inputs(const Model& m) {
   std::vector<ValueMeta> declared;
   for (const ModelValueInfo& in : m.inputs) {
     ValueMeta vm;
@@ -444,6 +447,125 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     vm.shape = in.shape;
     declared.push_back(vm);
   }
+  return declared;
+}
+
+// The registry-backed hooks of the graph passes.
+PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const OpRegistry& registry,
+                          const std::vector<std::string>& devices, const SessionOptions& options) {
+  PassHooks h;
+  // One node on constant inputs: a one-node model run through a session of its own (level 0), so the node is
+  // resolved, checked, inferred and computed exactly as it would be in the graph.
+  h.evaluate = [plugins, &registry, devices, options](const Model& model, const Node& node,
+                                                      const std::vector<const Tensor*>& inputs)
+      -> std::optional<std::vector<Tensor>> {
+    if (auto value = constant_node_value(node, model.path.string()); value && model.opset_imports.count(""))
+      return std::vector<Tensor>{std::move(*value)};
+    try {
+      Model one;
+      one.path = model.path;
+      one.ir_version = model.ir_version;
+      one.opset_imports = model.opset_imports;
+      Node n = node;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (!inputs[i]) continue;
+        n.inputs[i] = "in" + std::to_string(i);
+        if (std::none_of(one.initializers.begin(), one.initializers.end(),
+                         [&](const auto& p) { return p.first == n.inputs[i]; }))
+          one.initializers.emplace_back(n.inputs[i], *inputs[i]);
+      }
+      for (size_t o = 0; o < n.outputs.size(); ++o) {
+        if (n.outputs[o].empty()) continue;
+        n.outputs[o] = "out" + std::to_string(o);
+        ModelValueInfo vi;
+        vi.name = n.outputs[o];
+        one.outputs.push_back(vi);
+      }
+      one.nodes.push_back(std::move(n));
+      SessionOptions o = options;
+      o.opt_level = 0;
+      o.disabled_passes.clear();
+      o.profile = false;
+      bool was_quiet = g_quiet_build;
+      g_quiet_build = true;
+      std::unique_ptr<Session::Impl> s;
+      try {
+        s = build_session(plugins, registry, std::move(one), o);
+      } catch (...) {
+        g_quiet_build = was_quiet;
+        throw;
+      }
+      g_quiet_build = was_quiet;
+      std::vector<NamedTensor> outs;
+      s->run({}, outs);
+      std::vector<Tensor> result;
+      size_t k = 0;
+      for (const std::string& name : node.outputs) result.push_back(name.empty() ? Tensor() : std::move(outs[k++].tensor));
+      return result;
+    } catch (const std::exception& e) {
+      spdlog::debug("constant-folding: {} not folded: {}", describe_node(node), e.what());
+      return std::nullopt;
+    }
+  };
+  h.infer_shapes = [&registry, devices](const Model& model) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    try {
+      auto s = std::make_unique<Session::Impl>();
+      s->model = model;  // tensors are shared, not copied
+      resolve_graph(s.get(), registry, devices, {});
+      std::vector<ValueMeta> meta = s->infer_all(declared_inputs(s->model));
+      for (size_t v = 0; v < s->values.size(); ++v)
+        if (meta[v].rank_known) shapes[s->values[v].name] = meta[v].shape;
+    } catch (const std::exception& e) {
+      spdlog::debug("constant-folding: shapes of {} not inferred before folding: {}", model.path.string(), e.what());
+      shapes.clear();
+    }
+    return shapes;
+  };
+  h.can_fuse_conv = [&registry, devices](const Model& model, const Node& conv, const Node& act) {
+    const int64_t opset = model.opset_imports.count("") ? model.opset_imports.at("") : 0;
+    const OpEntry* c = nullptr;
+    for (const std::string& dev : devices)
+      if ((c = registry.resolve(conv.domain, conv.op_type, opset, dev))) break;
+    if (!c) return false;
+    const OpEntry* fused = registry.resolve(kFusedDomain, kFusedConv, 1, c->device);
+    if (!fused || !(fused->op->flags & OPH_OP_FLAG_ALLOW_FUSION)) return false;
+    const OpEntry* a = nullptr;
+    for (const std::string& dev : devices)
+      if ((a = registry.resolve(act.domain, act.op_type, opset, dev))) break;
+    if (!a || a->device != c->device) return false;
+    // A kernel from another pack (an override) is replaced only when it allows fusion itself.
+    auto allowed = [&](const OpEntry* e) {
+      return (e->op->flags & OPH_OP_FLAG_ALLOW_FUSION) || e->source.plugin_name == fused->source.plugin_name;
+    };
+    return allowed(c) && allowed(a);
+  };
+  return h;
+}
+
+}  // namespace
+
+std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> plugins, const OpRegistry& registry,
+                                             Model model, const SessionOptions& options,
+                                             const UnloadedHint& unloaded_hint) {
+  std::vector<std::string> devices = options.devices;
+  if (devices.empty()) devices = {"cpu"};
+
+  // Graph passes on the IR, before anything is resolved against it.
+  PassOptions popts;
+  popts.level = options.opt_level;
+  popts.disabled = options.disabled_passes;
+  run_passes(model, popts, make_pass_hooks(plugins, registry, devices, options));
+
+  auto s = std::make_unique<Session::Impl>();
+  s->plugins = std::move(plugins);
+  s->model = std::move(model);
+  const Model& m = s->model;
+  const std::string file = m.path.string();
+  const size_t folded_constants = resolve_graph(s.get(), registry, devices, unloaded_hint);
+
+  // Shapes from the declared graph inputs.
+  std::vector<ValueMeta> declared = declared_inputs(m);
   s->static_plan.values = s->infer_all(declared);
   s->static_plan_complete = std::all_of(declared.begin(), declared.end(),
                                         [](const ValueMeta& v) { return v.fully_known(); });
@@ -478,7 +600,7 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
   if (s->static_plan_complete) {
     s->static_exec = s->make_plan(s->static_plan.input_shapes, s->static_plan.values);
     if (s->static_exec->planned) {
-      spdlog::info("memory plan: arena {} bytes for {} values ({} in place), lower bound {} bytes ({:.3f}x)",
+      spdlog::log(g_quiet_build ? spdlog::level::debug : spdlog::level::info, "memory plan: arena {} bytes for {} values ({} in place), lower bound {} bytes ({:.3f}x)",
                    s->static_exec->arena_bytes, s->static_exec->placed, s->static_exec->inplace,
                    s->static_exec->lower_bound,
                    s->static_exec->lower_bound
@@ -524,9 +646,9 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     a.attrs = pn.attrs.values.data();
     a.node_name = pn.node->name.c_str();
     a.device = {OPH_DL_CPU, 0};
-    throw_if_error(pn.op->create_kernel(&a, &pn.state), pn.label + ": create_kernel failed");
+    throw_if_error(guarded_create_kernel(pn, &a, &pn.state), pn.label + ": create_kernel failed");
   }
-  spdlog::info("session: {} nodes resolved, {} Constant nodes turned into values, {} values, {} inputs, {} outputs ({})",
+  spdlog::log(g_quiet_build ? spdlog::level::debug : spdlog::level::info, "session: {} nodes resolved, {} Constant nodes turned into values, {} values, {} inputs, {} outputs ({})",
                s->nodes.size(), folded_constants, s->values.size(), s->input_values.size(), s->output_values.size(),
                file);
   return s;

@@ -87,6 +87,13 @@ struct SessionOptions {
   enum class ExecutionMode { kSequential, kParallel };
   ExecutionMode execution_mode = ExecutionMode::kSequential;
   int inter_op_threads = 0;
+  // Graph optimisation level, 0 (none) to 3 (all, the default): 1 identity/Dropout elimination, dead-node
+  // elimination, constant folding; 2 adds Conv+BatchNormalization folding and Conv+activation fusion; 3 adds
+  // Conv+per-channel Mul/Add folding. Each pass logs what it changed at info level.
+  int opt_level = 3;
+  // Pass names not to run even when the level enables them (e.g. "constant-folding"); an unknown name is an
+  // error at load.
+  std::vector<std::string> disabled_passes;
 };
 
 // Per-op-type totals of a profile.

@@ -1,0 +1,84 @@
+// Small helpers the passes share: who produces and who reads a value, attribute and initializer look-ups,
+// fresh names.
+#pragma once
+
+#include "model/model.hpp"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ophost::passes {
+
+// Node index of each value's producer, and the nodes that read each value (a node reading a value twice is
+// listed twice).
+struct Uses {
+  std::map<std::string, int> producer;
+  std::map<std::string, std::vector<int>> consumers;
+  std::set<std::string> graph_outputs;
+
+  explicit Uses(const Model& m) {
+    for (size_t i = 0; i < m.nodes.size(); ++i) {
+      for (const std::string& in : m.nodes[i].inputs)
+        if (!in.empty()) consumers[in].push_back(static_cast<int>(i));
+      for (const std::string& out : m.nodes[i].outputs)
+        if (!out.empty()) producer[out] = static_cast<int>(i);
+    }
+    for (const ModelValueInfo& o : m.outputs) graph_outputs.insert(o.name);
+  }
+  size_t readers(const std::string& v) const {
+    auto it = consumers.find(v);
+    return it == consumers.end() ? 0 : it->second.size();
+  }
+  bool is_output(const std::string& v) const { return graph_outputs.count(v) != 0; }
+  // Nobody reads it and it is not a graph output.
+  bool unused(const std::string& v) const { return v.empty() || (readers(v) == 0 && !is_output(v)); }
+};
+
+inline const Attribute* find_attr(const Node& n, const std::string& name) {
+  for (const Attribute& a : n.attributes)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+inline const Tensor* find_initializer(const Model& m, const std::string& name) {
+  if (name.empty()) return nullptr;
+  for (const auto& [n, t] : m.initializers)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+inline int64_t opset_of(const Model& m, const std::string& domain) {
+  auto it = m.opset_imports.find(domain);
+  return it == m.opset_imports.end() ? 0 : it->second;
+}
+
+// A value name not used anywhere in the model, starting from `base`.
+inline std::string fresh_name(const Model& m, const std::string& base) {
+  std::set<std::string> used;
+  for (const auto& [n, t] : m.initializers) used.insert(n);
+  for (const ModelValueInfo& v : m.inputs) used.insert(v.name);
+  for (const ModelValueInfo& v : m.outputs) used.insert(v.name);
+  for (const Node& n : m.nodes) {
+    used.insert(n.inputs.begin(), n.inputs.end());
+    used.insert(n.outputs.begin(), n.outputs.end());
+  }
+  if (!used.count(base)) return base;
+  for (int k = 1;; ++k) {
+    std::string c = base + "_" + std::to_string(k);
+    if (!used.count(c)) return c;
+  }
+}
+
+// Every reference to value `from` (node inputs and outputs) renamed to `to`.
+inline void rename_value(Model& m, const std::string& from, const std::string& to) {
+  for (Node& n : m.nodes) {
+    for (std::string& in : n.inputs)
+      if (in == from) in = to;
+    for (std::string& out : n.outputs)
+      if (out == from) out = to;
+  }
+}
+
+}  // namespace ophost::passes

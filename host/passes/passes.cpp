@@ -1,0 +1,164 @@
+// The pass pipeline (levels, names, logging) and the two structural passes: Identity/Dropout elimination and
+// dead-node elimination.
+#include "passes/passes.hpp"
+#include "passes/graph_util.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+namespace ophost {
+
+using passes::find_attr;
+using passes::find_initializer;
+using passes::opset_of;
+using passes::Uses;
+
+const std::vector<PassInfo>& all_passes() {
+  static const std::vector<PassInfo> kPasses = {
+      {"identity-elimination", 1, "Identity and inference-mode Dropout removed, consumers rewired"},
+      {"dead-node-elimination", 1, "nodes whose outputs reach no graph output removed, unread initializers dropped"},
+      {"constant-folding", 1, "nodes with only constant inputs run once at load; their outputs become constants"},
+      {"conv-bn-folding", 2, "Conv followed by BatchNormalization folded into the Conv's weights and bias"},
+      {"conv-activation-fusion", 2, "Conv followed by an activation rewritten to com.ophost::FusedConv (oneDNN post-op)"},
+      {"conv-affine-folding", 3, "Conv followed by per-channel constant Mul/Add folded into the Conv's weights and bias"},
+  };
+  return kPasses;
+}
+
+namespace {
+
+// Dropout that is the identity on its first output: opset >= 7 (no is_test attribute), training_mode absent
+// or a constant false, mask output absent or unused.
+bool is_inference_dropout(const Model& m, const Node& n, const Uses& uses) {
+  if (n.op_type != "Dropout" || !n.domain.empty() || opset_of(m, "") < 7) return false;
+  if (n.inputs.empty() || n.inputs[0].empty() || n.outputs.empty()) return false;
+  if (n.outputs.size() > 1 && !uses.unused(n.outputs[1])) return false;
+  if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+    const Tensor* t = find_initializer(m, n.inputs[2]);
+    if (!t || t->dtype() != DType::kBool || t->numel() != 1) return false;
+    if (*static_cast<const uint8_t*>(t->data()) != 0) return false;
+  }
+  return true;
+}
+
+bool is_identity(const Node& n) {
+  return n.op_type == "Identity" && n.domain.empty() && n.inputs.size() == 1 && !n.inputs[0].empty() &&
+         n.outputs.size() == 1;
+}
+
+}  // namespace
+
+PassResult eliminate_identities(Model& m) {
+  PassResult r{"identity-elimination"};
+  size_t identities = 0, dropouts = 0, kept = 0;
+  std::set<std::string> graph_inputs;
+  for (const ModelValueInfo& v : m.inputs) graph_inputs.insert(v.name);
+  for (size_t i = 0; i < m.nodes.size();) {
+    const Node& n = m.nodes[i];
+    if ((n.op_type != "Identity" && n.op_type != "Dropout") || !n.domain.empty()) {
+      ++i;
+      continue;
+    }
+    Uses uses(m);
+    const bool dropout = is_inference_dropout(m, n, uses);
+    if (!dropout && !is_identity(n)) {
+      ++i;
+      continue;
+    }
+    const std::string x = n.inputs[0], y = n.outputs[0];
+    if (y.empty() || !uses.is_output(y)) {
+      // Consumers of Y read X instead (X is defined before this node, so the order stays valid).
+      m.nodes.erase(m.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+      if (!y.empty()) passes::rename_value(m, y, x);
+    } else if (uses.producer.count(x) && !uses.is_output(x) && !graph_inputs.count(x) && !find_initializer(m, x)) {
+      // Y is a graph output: its name must stay. X's producer writes Y directly and X's readers read Y.
+      m.nodes.erase(m.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+      passes::rename_value(m, x, y);
+    } else {
+      ++kept;  // graph input/initializer/graph output passed through to a graph output: the copy must stay
+      ++i;
+      continue;
+    }
+    (dropout ? dropouts : identities) += 1;
+  }
+  r.changed = identities + dropouts;
+  r.message = std::to_string(identities) + " Identity and " + std::to_string(dropouts) + " Dropout nodes removed";
+  if (kept) r.message += " (" + std::to_string(kept) + " kept: they copy a graph input, initializer or output to a graph output)";
+  return r;
+}
+
+PassResult eliminate_dead_nodes(Model& m) {
+  PassResult r{"dead-node-elimination"};
+  std::set<std::string> needed;
+  for (const ModelValueInfo& o : m.outputs) needed.insert(o.name);
+  std::vector<bool> live(m.nodes.size(), false);
+  for (size_t i = m.nodes.size(); i-- > 0;) {
+    const Node& n = m.nodes[i];
+    for (const std::string& out : n.outputs)
+      if (!out.empty() && needed.count(out)) live[i] = true;
+    if (!live[i]) continue;
+    for (const std::string& in : n.inputs)
+      if (!in.empty()) needed.insert(in);
+  }
+  std::vector<Node> kept;
+  kept.reserve(m.nodes.size());
+  size_t removed = 0;
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    if (live[i]) kept.push_back(std::move(m.nodes[i]));
+    else ++removed;
+  }
+  m.nodes = std::move(kept);
+  size_t before = m.initializers.size();
+  std::erase_if(m.initializers, [&](const auto& init) { return !needed.count(init.first); });
+  size_t dropped = before - m.initializers.size();
+  r.changed = removed + dropped;
+  r.message = std::to_string(removed) + " nodes removed, " + std::to_string(dropped) + " unread initializers dropped";
+  return r;
+}
+
+std::vector<PassResult> run_passes(Model& model, const PassOptions& options, const PassHooks& hooks) {
+  if (options.level < 0 || options.level > 3) {
+    throw Error(Code::kInvalidArgument,
+                "optimisation level " + std::to_string(options.level) + " is out of range; use 0, 1, 2 or 3");
+  }
+  const auto& passes = all_passes();
+  for (const std::string& d : options.disabled) {
+    if (std::none_of(passes.begin(), passes.end(), [&](const PassInfo& p) { return d == p.name; })) {
+      std::string names;
+      for (const PassInfo& p : passes) names += (names.empty() ? "" : ", ") + std::string(p.name);
+      throw Error(Code::kInvalidArgument, "unknown pass '" + d + "' in --disable-pass; the passes are: " + names);
+    }
+  }
+  auto enabled = [&](const char* name) {
+    for (const PassInfo& p : passes)
+      if (name == std::string_view(p.name))
+        return p.level <= options.level &&
+               std::find(options.disabled.begin(), options.disabled.end(), name) == options.disabled.end();
+    return false;
+  };
+  std::vector<PassResult> results;
+  auto record = [&](PassResult r) {
+    spdlog::info("{}: {}", r.name, r.message);
+    results.push_back(std::move(r));
+  };
+  const std::string file = model.path.string();
+  if (options.level == 0) return results;
+  spdlog::info("passes: optimisation level {} on {} ({} nodes)", options.level, file, model.nodes.size());
+  if (enabled("identity-elimination")) record(eliminate_identities(model));
+  if (enabled("dead-node-elimination")) record(eliminate_dead_nodes(model));
+  if (enabled("constant-folding")) record(fold_constants(model, hooks, options.fold_size_cap));
+  if (enabled("conv-bn-folding")) record(fold_conv_batchnorm(model));
+  if (enabled("conv-affine-folding")) record(fold_conv_affine(model));
+  if (enabled("conv-activation-fusion")) record(fuse_conv_activation(model, hooks));
+  // What the rewrites left unread (BatchNormalization parameters, inputs of folded nodes).
+  if (enabled("dead-node-elimination")) {
+    PassResult again = eliminate_dead_nodes(model);
+    if (again.changed) record(std::move(again));
+  }
+  spdlog::info("passes: {} nodes after optimisation", model.nodes.size());
+  return results;
+}
+
+}  // namespace ophost

@@ -1,0 +1,89 @@
+// Graph passes on the model IR, run by build_session before the nodes are resolved (DESIGN.md section 5).
+//
+// Each pass has a name (for --disable-pass / SessionOptions::disabled_passes) and the optimisation level from
+// which it runs. The default level is 3 (everything). Levels:
+//   1  identity-elimination    Identity, and Dropout in inference mode (mask unused), removed; consumers rewired
+//      dead-node-elimination   nodes none of whose outputs reach a graph output removed (and initializers that
+//                              nothing reads any more)
+//      constant-folding        nodes whose inputs are all constants run once at load (through their kernel);
+//                              their outputs become initializers. Standard domain, deterministic ops only;
+//                              Shape/Size of values whose shape is fully known at load; outputs over 64 MiB kept
+//   2  conv-bn-folding         Conv -> BatchNormalization (inference, constant params) folded into Conv W/B
+//      conv-activation-fusion  Conv -> Relu/LeakyRelu/Clip/Sigmoid/Tanh/HardSigmoid/HardSwish/Elu rewritten to
+//                              com.ophost::FusedConv, only where a loaded pack serves that op with
+//                              OPH_OP_FLAG_ALLOW_FUSION on the device the Conv resolves to
+//   3  conv-affine-folding     Conv -> Mul(per-channel constant) -> Add(per-channel constant) (how some
+//                              exporters write BatchNormalization) folded into Conv W/B
+//
+// Every pass logs at info level what it changed ("constant-folding: 12 nodes folded").
+#pragma once
+
+#include "model/model.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ophost {
+
+struct PassInfo {
+  const char* name;
+  int level;
+  const char* summary;
+};
+
+// Every pass, in the order run_passes runs them.
+const std::vector<PassInfo>& all_passes();
+
+// Default optimisation level of SessionOptions.
+inline constexpr int kDefaultOptLevel = 3;
+
+// What a pass did (changed == 0: nothing).
+struct PassResult {
+  std::string name;
+  size_t changed = 0;
+  std::string message;  // "constant-folding: 12 nodes folded"
+};
+
+// Hooks that need the operator registry (set up by build_session; tests give fakes).
+struct PassHooks {
+  // Runs one node on constant inputs (inputs[i] null for an absent optional input); nullopt when it cannot.
+  std::function<std::optional<std::vector<Tensor>>(const Model& model, const Node& node,
+                                                   const std::vector<const Tensor*>& inputs)>
+      evaluate;
+  // Shapes the ops' infer() gives every value of `model` from the declared graph inputs (name -> dims, -1 for
+  // unknown; values of unknown rank are absent). Empty when inference fails.
+  std::function<std::map<std::string, std::vector<int64_t>>(const Model& model)> infer_shapes;
+  // Whether `conv` followed by `activation` may become com.ophost::FusedConv (a pack serves the fused op with
+  // OPH_OP_FLAG_ALLOW_FUSION on the device the Conv resolves to, and both nodes' kernels come from that pack or
+  // allow fusion themselves).
+  std::function<bool(const Model& model, const Node& conv, const Node& activation)> can_fuse_conv;
+};
+
+struct PassOptions {
+  int level = kDefaultOptLevel;
+  std::vector<std::string> disabled;  // pass names
+  size_t fold_size_cap = size_t{64} << 20;  // bytes: larger constant-folding outputs are kept as nodes
+};
+
+// Runs the enabled passes in order. Throws Error(kInvalidArgument) for an unknown name in options.disabled
+// or a level outside 0..3.
+std::vector<PassResult> run_passes(Model& model, const PassOptions& options, const PassHooks& hooks);
+
+// The passes one by one (each returns what it changed; also used by the unit tests).
+PassResult eliminate_identities(Model& model);
+PassResult eliminate_dead_nodes(Model& model);
+PassResult fold_constants(Model& model, const PassHooks& hooks, size_t size_cap = size_t{64} << 20);
+PassResult fold_conv_batchnorm(Model& model);
+PassResult fuse_conv_activation(Model& model, const PassHooks& hooks);
+PassResult fold_conv_affine(Model& model);
+
+// The FusedConv op the conv-activation fusion rewrites to.
+inline constexpr const char* kFusedDomain = "com.ophost";
+inline constexpr const char* kFusedConv = "FusedConv";
+
+}  // namespace ophost

@@ -1,0 +1,411 @@
+// Graph passes (host/passes): each pass on small models built in C++, checking the rewrite (and, for the
+// folding passes, the numbers).
+#include "passes/passes.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace ophost {
+namespace {
+
+ModelValueInfo vinfo(const std::string& name, std::vector<int64_t> shape = {}, DType dt = DType::kFloat32) {
+  ModelValueInfo v;
+  v.name = name;
+  v.dtype = dt;
+  v.has_shape = !shape.empty();
+  v.shape = std::move(shape);
+  v.dim_params.assign(v.shape.size(), "");
+  return v;
+}
+
+Node node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+          const std::string& name = "") {
+  Node n;
+  n.op_type = op;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.name = name.empty() ? op + "_" + n.outputs[0] : name;
+  return n;
+}
+
+Attribute fattr(const std::string& name, float f) {
+  Attribute a;
+  a.name = name;
+  a.type = OPH_ATTR_FLOAT;
+  a.f = f;
+  return a;
+}
+
+Tensor ftensor(std::vector<int64_t> shape, std::vector<float> values) {
+  Tensor t(DType::kFloat32, std::move(shape));
+  std::copy(values.begin(), values.end(), t.data_as<float>());
+  return t;
+}
+
+Tensor random_tensor(std::vector<int64_t> shape, std::mt19937& rng, float lo = -1, float hi = 1) {
+  Tensor t(DType::kFloat32, std::move(shape));
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
+  return t;
+}
+
+Model base_model(int64_t opset = 17) {
+  Model m;
+  m.path = "test.onnx";
+  m.ir_version = 8;
+  m.opset_imports[""] = opset;
+  return m;
+}
+
+const Tensor* init(const Model& m, const std::string& name) {
+  for (const auto& [n, t] : m.initializers)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+std::vector<std::string> op_types(const Model& m) {
+  std::vector<std::string> v;
+  for (const Node& n : m.nodes) v.push_back(n.op_type);
+  return v;
+}
+
+// ----- identity-elimination -----
+
+TEST(Passes, IdentityInsideTheGraphIsRemovedAndConsumersRewired) {
+  Model m = base_model();
+  m.inputs = {vinfo("x", {2})};
+  m.outputs = {vinfo("y")};
+  m.nodes = {node("Relu", {"x"}, {"a"}), node("Identity", {"a"}, {"b"}), node("Neg", {"b"}, {"y"})};
+  PassResult r = eliminate_identities(m);
+  EXPECT_EQ(r.changed, 1u);
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{"Relu", "Neg"}));
+  EXPECT_EQ(m.nodes[1].inputs[0], "a");
+}
+
+TEST(Passes, IdentityFeedingAGraphOutputKeepsTheOutputName) {
+  Model m = base_model();
+  m.inputs = {vinfo("x", {2})};
+  m.outputs = {vinfo("y")};
+  m.nodes = {node("Relu", {"x"}, {"a"}), node("Neg", {"a"}, {"n"}), node("Identity", {"a"}, {"y"})};
+  eliminate_identities(m);
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{"Relu", "Neg"}));
+  EXPECT_EQ(m.nodes[0].outputs[0], "y");  // the producer writes the graph output directly
+  EXPECT_EQ(m.nodes[1].inputs[0], "y");   // and its other readers follow
+}
+
+TEST(Passes, IdentityCopyingAGraphInputToAnOutputStays) {
+  Model m = base_model();
+  m.inputs = {vinfo("x", {2})};
+  m.outputs = {vinfo("y")};
+  m.nodes = {node("Identity", {"x"}, {"y"})};
+  EXPECT_EQ(eliminate_identities(m).changed, 0u);
+  EXPECT_EQ(m.nodes.size(), 1u);
+}
+
+TEST(Passes, InferenceDropoutIsRemovedTrainingOrMaskUseIsNot) {
+  Model m = base_model();
+  m.inputs = {vinfo("x", {2})};
+  m.outputs = {vinfo("y"), vinfo("z"), vinfo("w")};
+  Tensor yes(DType::kBool, {});
+  *static_cast<uint8_t*>(yes.data()) = 1;
+  m.initializers.emplace_back("train", yes);
+  m.nodes = {node("Dropout", {"x"}, {"a", "mask_unused"}),        // inference: removed
+             node("Neg", {"a"}, {"y"}),
+             node("Dropout", {"x", "", "train"}, {"b"}),          // training mode: kept
+             node("Neg", {"b"}, {"z"}),
+             node("Dropout", {"x"}, {"c", "mask"}),               // mask read: kept
+             node("Add", {"c", "mask"}, {"w"})};
+  PassResult r = eliminate_identities(m);
+  EXPECT_EQ(r.changed, 1u);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"Neg", "Dropout", "Neg", "Dropout", "Add"}));
+  EXPECT_EQ(m.nodes[0].inputs[0], "x");
+}
+
+// ----- dead-node-elimination -----
+
+TEST(Passes, DeadNodesAndUnreadInitializersGo) {
+  Model m = base_model();
+  m.inputs = {vinfo("x", {2})};
+  m.outputs = {vinfo("y")};
+  m.initializers.emplace_back("c", ftensor({2}, {1, 2}));
+  m.initializers.emplace_back("unused", ftensor({2}, {1, 2}));
+  m.nodes = {node("Add", {"x", "c"}, {"a"}), node("Neg", {"a"}, {"y"}), node("Relu", {"a"}, {"dead1"}),
+             node("Exp", {"dead1"}, {"dead2"})};
+  PassResult r = eliminate_dead_nodes(m);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"Add", "Neg"}));
+  EXPECT_EQ(r.changed, 3u);  // two nodes, one initializer
+  EXPECT_NE(init(m, "c"), nullptr);
+  EXPECT_EQ(init(m, "unused"), nullptr);
+}
+
+// ----- constant-folding -----
+
+// A fake evaluator: Add of two float tensors of equal shape; ConstantOfShape-like "Big" giving a large tensor.
+PassHooks fake_hooks(std::map<std::string, std::vector<int64_t>> shapes = {}) {
+  PassHooks h;
+  h.evaluate = [](const Model&, const Node& n,
+                  const std::vector<const Tensor*>& in) -> std::optional<std::vector<Tensor>> {
+    if (n.op_type == "Add") {
+      Tensor t(DType::kFloat32, std::vector<int64_t>(in[0]->shape().begin(), in[0]->shape().end()));
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.data_as<float>()[i] = in[0]->data_as<float>()[i] + in[1]->data_as<float>()[i];
+      return std::vector<Tensor>{t};
+    }
+    if (n.op_type == "Tile") return std::vector<Tensor>{Tensor(DType::kFloat32, {1024, 1024})};
+    return std::nullopt;
+  };
+  h.infer_shapes = [shapes](const Model&) { return shapes; };
+  return h;
+}
+
+TEST(Passes, ConstantSubgraphFoldsToInitializers) {
+  Model m = base_model();
+  m.inputs = {vinfo("x", {2})};
+  m.outputs = {vinfo("y")};
+  m.initializers.emplace_back("a", ftensor({2}, {1, 2}));
+  m.initializers.emplace_back("b", ftensor({2}, {10, 20}));
+  m.nodes = {node("Add", {"a", "b"}, {"c"}), node("Add", {"c", "c"}, {"d"}), node("Add", {"x", "d"}, {"y"})};
+  PassResult r = fold_constants(m, fake_hooks());
+  EXPECT_EQ(r.changed, 2u);
+  ASSERT_EQ(m.nodes.size(), 1u);
+  const Tensor* d = init(m, "d");
+  ASSERT_NE(d, nullptr);
+  EXPECT_FLOAT_EQ(d->data_as<float>()[0], 22);
+  EXPECT_FLOAT_EQ(d->data_as<float>()[1], 44);
+}
+
+TEST(Passes, RandomOpsAndOutputsOverTheCapAreNotFolded) {
+  Model m = base_model();
+  m.inputs = {vinfo("x", {2})};
+  m.outputs = {vinfo("y"), vinfo("r"), vinfo("big")};
+  m.initializers.emplace_back("a", ftensor({2}, {1, 2}));
+  m.initializers.emplace_back("reps", ftensor({2}, {1, 1}));
+  m.nodes = {node("RandomUniformLike", {"a"}, {"r"}), node("Tile", {"a", "reps"}, {"big"}),
+             node("Add", {"x", "a"}, {"y"})};
+  PassResult r = fold_constants(m, fake_hooks(), /*size_cap=*/1 << 20);
+  EXPECT_EQ(r.changed, 0u);
+  EXPECT_EQ(m.nodes.size(), 3u);
+  EXPECT_NE(r.message.find("1 kept over the size cap"), std::string::npos) << r.message;
+}
+
+TEST(Passes, ShapeFoldsOnlyWhenTheShapeIsFullyKnown) {
+  Model m = base_model();
+  m.inputs = {vinfo("x", {2, 3}), vinfo("s", {-1, 3})};
+  m.outputs = {vinfo("y"), vinfo("z"), vinfo("n")};
+  Attribute start;
+  start.name = "start";
+  start.type = OPH_ATTR_INT;
+  start.i = -1;
+  Node tail = node("Shape", {"x"}, {"z"});
+  tail.attributes.push_back(start);
+  m.nodes = {node("Shape", {"x"}, {"y"}), tail, node("Shape", {"s"}, {"sym"}), node("Size", {"x"}, {"n"}),
+             node("Neg", {"sym"}, {"unused"})};
+  m.outputs.push_back(vinfo("unused"));
+  PassResult r = fold_constants(m, fake_hooks({{"x", {2, 3}}, {"s", {-1, 3}}}));
+  EXPECT_EQ(r.changed, 3u);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"Shape", "Neg"}));  // Shape of the symbolic input stays
+  const Tensor* y = init(m, "y");
+  ASSERT_NE(y, nullptr);
+  ASSERT_EQ(y->numel(), 2);
+  EXPECT_EQ(y->data_as<int64_t>()[0], 2);
+  EXPECT_EQ(y->data_as<int64_t>()[1], 3);
+  const Tensor* z = init(m, "z");
+  ASSERT_NE(z, nullptr);
+  ASSERT_EQ(z->numel(), 1);
+  EXPECT_EQ(z->data_as<int64_t>()[0], 3);
+  EXPECT_EQ(init(m, "n")->data_as<int64_t>()[0], 6);
+}
+
+// ----- conv-bn-folding and conv-affine-folding (checked numerically) -----
+
+// Naive NCHW convolution, stride 1, no padding, group 1.
+std::vector<float> conv2d(const Tensor& x, const Tensor& w, const Tensor* b) {
+  auto xs = x.shape();
+  auto ws = w.shape();
+  const int64_t C = xs[1], H = xs[2], W = xs[3], OC = ws[0], KH = ws[2], KW = ws[3];
+  const int64_t OH = H - KH + 1, OW = W - KW + 1;
+  std::vector<float> y(static_cast<size_t>(OC * OH * OW));
+  for (int64_t o = 0; o < OC; ++o)
+    for (int64_t i = 0; i < OH; ++i)
+      for (int64_t j = 0; j < OW; ++j) {
+        double acc = b ? b->data_as<float>()[o] : 0.0;
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t p = 0; p < KH; ++p)
+            for (int64_t q = 0; q < KW; ++q)
+              acc += double(x.data_as<float>()[(c * H + i + p) * W + j + q]) *
+                     w.data_as<float>()[((o * C + c) * KH + p) * KW + q];
+        y[static_cast<size_t>((o * OH + i) * OW + j)] = static_cast<float>(acc);
+      }
+  return y;
+}
+
+TEST(Passes, ConvBatchNormFoldsNumerically) {
+  std::mt19937 rng(7);
+  const int64_t C = 3, OC = 4;
+  Model m = base_model(15);
+  m.inputs = {vinfo("x", {1, C, 5, 5})};
+  m.outputs = {vinfo("y")};
+  Tensor w = random_tensor({OC, C, 3, 3}, rng), b = random_tensor({OC}, rng);
+  Tensor scale = random_tensor({OC}, rng, 0.5f, 2), beta = random_tensor({OC}, rng);
+  Tensor mean = random_tensor({OC}, rng), var = random_tensor({OC}, rng, 0.1f, 3);
+  for (auto& [n, t] : std::vector<std::pair<std::string, Tensor>>{
+           {"w", w}, {"b", b}, {"scale", scale}, {"beta", beta}, {"mean", mean}, {"var", var}})
+    m.initializers.emplace_back(n, t);
+  Node bn = node("BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"y"});
+  bn.attributes.push_back(fattr("epsilon", 1e-3f));
+  m.nodes = {node("Conv", {"x", "w", "b"}, {"c"}, "conv"), bn};
+  PassResult r = fold_conv_batchnorm(m);
+  EXPECT_EQ(r.changed, 1u);
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{"Conv"}));
+  EXPECT_EQ(m.nodes[0].outputs[0], "y");
+  const Tensor* w2 = init(m, m.nodes[0].inputs[1]);
+  const Tensor* b2 = init(m, m.nodes[0].inputs[2]);
+  ASSERT_TRUE(w2 && b2);
+
+  Tensor x = random_tensor({1, C, 5, 5}, rng);
+  std::vector<float> ref = conv2d(x, w, &b);
+  const size_t per = ref.size() / OC;
+  for (int64_t o = 0; o < OC; ++o)
+    for (size_t k = 0; k < per; ++k) {
+      float& v = ref[o * per + k];
+      v = scale.data_as<float>()[o] * (v - mean.data_as<float>()[o]) / std::sqrt(var.data_as<float>()[o] + 1e-3f) +
+          beta.data_as<float>()[o];
+    }
+  std::vector<float> got = conv2d(x, *w2, b2);
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(got[i], ref[i], 1e-5f * (1 + std::fabs(ref[i]))) << i;
+}
+
+TEST(Passes, ConvBatchNormNotFoldedWhenTheConvOutputHasOtherReaders) {
+  Model m = base_model(15);
+  m.inputs = {vinfo("x", {1, 1, 3, 3})};
+  m.outputs = {vinfo("y"), vinfo("c")};
+  for (const char* n : {"scale", "beta", "mean", "var"}) m.initializers.emplace_back(n, ftensor({1}, {1}));
+  m.initializers.emplace_back("w", ftensor({1, 1, 1, 1}, {2}));
+  m.nodes = {node("Conv", {"x", "w"}, {"c"}), node("BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"y"})};
+  EXPECT_EQ(fold_conv_batchnorm(m).changed, 0u);
+  EXPECT_EQ(m.nodes.size(), 2u);
+}
+
+TEST(Passes, ConvPerChannelMulAddFoldsNumerically) {
+  std::mt19937 rng(11);
+  const int64_t C = 2, OC = 3;
+  Model m = base_model(11);
+  m.inputs = {vinfo("x", {1, C, 4, 4})};
+  m.outputs = {vinfo("y")};
+  Tensor w = random_tensor({OC, C, 1, 1}, rng), mul = random_tensor({1, OC, 1, 1}, rng),
+         add = random_tensor({OC, 1, 1}, rng);
+  m.initializers.emplace_back("w", w);
+  m.initializers.emplace_back("mul", mul);
+  m.initializers.emplace_back("add", add);
+  m.nodes = {node("Conv", {"x", "w"}, {"c"}, "conv"), node("Mul", {"mul", "c"}, {"d"}), node("Add", {"d", "add"}, {"y"})};
+  PassResult r = fold_conv_affine(m);
+  EXPECT_EQ(r.changed, 2u);
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{"Conv"}));
+  Tensor x = random_tensor({1, C, 4, 4}, rng);
+  std::vector<float> ref = conv2d(x, w, nullptr);
+  const size_t per = ref.size() / OC;
+  for (int64_t o = 0; o < OC; ++o)
+    for (size_t k = 0; k < per; ++k) ref[o * per + k] = ref[o * per + k] * mul.data_as<float>()[o] + add.data_as<float>()[o];
+  std::vector<float> got = conv2d(x, *init(m, m.nodes[0].inputs[1]), init(m, m.nodes[0].inputs[2]));
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(got[i], ref[i], 1e-5f * (1 + std::fabs(ref[i])));
+}
+
+TEST(Passes, ConvAddThatBroadcastsSpatiallyIsNotFolded) {
+  Model m = base_model(11);
+  m.inputs = {vinfo("x", {1, 1, 2, 2})};
+  m.outputs = {vinfo("y")};
+  m.initializers.emplace_back("w", ftensor({1, 1, 1, 1}, {2}));
+  m.initializers.emplace_back("add", ftensor({2, 2}, {1, 2, 3, 4}));  // per pixel, not per channel
+  m.nodes = {node("Conv", {"x", "w"}, {"c"}), node("Add", {"c", "add"}, {"y"})};
+  EXPECT_EQ(fold_conv_affine(m).changed, 0u);
+}
+
+// ----- conv-activation-fusion -----
+
+TEST(Passes, ConvActivationFusesOnlyWhereAPackOptsIn) {
+  auto make = [] {
+    Model m = base_model(13);
+    m.inputs = {vinfo("x", {1, 1, 3, 3})};
+    m.outputs = {vinfo("y"), vinfo("z")};
+    m.initializers.emplace_back("w", ftensor({1, 1, 1, 1}, {2}));
+    m.initializers.emplace_back("lo", ftensor({}, {0}));
+    m.initializers.emplace_back("hi", ftensor({}, {6}));
+    Node hs = node("HardSigmoid", {"c"}, {"y"});
+    hs.attributes.push_back(fattr("alpha", 0.25f));
+    m.nodes = {node("Conv", {"x", "w"}, {"c"}, "conv1"), hs, node("Conv", {"x", "w"}, {"d"}, "conv2"),
+               node("Clip", {"d", "lo", "hi"}, {"z"})};
+    return m;
+  };
+  PassHooks yes;
+  yes.can_fuse_conv = [](const Model&, const Node&, const Node&) { return true; };
+  Model m = make();
+  PassResult r = fuse_conv_activation(m, yes);
+  EXPECT_EQ(r.changed, 2u);
+  ASSERT_EQ(m.nodes.size(), 2u);
+  EXPECT_EQ(m.opset_imports.at(kFusedDomain), 1);
+  const Node& f = m.nodes[0];
+  EXPECT_EQ(f.domain, kFusedDomain);
+  EXPECT_EQ(f.op_type, kFusedConv);
+  EXPECT_EQ(f.outputs[0], "y");
+  ASSERT_EQ(f.attributes.size(), 2u);
+  EXPECT_EQ(f.attributes[0].s, "HardSigmoid");
+  EXPECT_EQ(f.attributes[1].floats, (std::vector<float>{0.25f, 0.5f}));
+  EXPECT_EQ(m.nodes[1].attributes[1].floats, (std::vector<float>{0.0f, 6.0f}));
+
+  PassHooks no;
+  no.can_fuse_conv = [](const Model&, const Node&, const Node&) { return false; };
+  Model m2 = make();
+  EXPECT_EQ(fuse_conv_activation(m2, no).changed, 0u);
+  EXPECT_EQ(m2.nodes.size(), 4u);
+  EXPECT_EQ(m2.opset_imports.count(kFusedDomain), 0u);
+}
+
+TEST(Passes, CustomDomainActivationsAreNeverFusedByName) {
+  Model m = base_model(13);
+  m.opset_imports["myops"] = 1;
+  m.inputs = {vinfo("x", {1, 1, 3, 3})};
+  m.outputs = {vinfo("y")};
+  m.initializers.emplace_back("w", ftensor({1, 1, 1, 1}, {2}));
+  Node act = node("Relu", {"c"}, {"y"});
+  act.domain = "myops";
+  m.nodes = {node("Conv", {"x", "w"}, {"c"}), act};
+  PassHooks yes;
+  yes.can_fuse_conv = [](const Model&, const Node&, const Node&) { return true; };
+  EXPECT_EQ(fuse_conv_activation(m, yes).changed, 0u);
+}
+
+// ----- the pipeline -----
+
+TEST(Passes, LevelsAndDisabledPasses) {
+  auto make = [] {
+    Model m = base_model();
+    m.inputs = {vinfo("x", {2})};
+    m.outputs = {vinfo("y")};
+    m.nodes = {node("Identity", {"x"}, {"a"}), node("Neg", {"a"}, {"y"}), node("Exp", {"a"}, {"dead"})};
+    return m;
+  };
+  Model m0 = make();
+  EXPECT_TRUE(run_passes(m0, PassOptions{0, {}}, {}).empty());
+  EXPECT_EQ(m0.nodes.size(), 3u);
+
+  Model m1 = make();
+  run_passes(m1, PassOptions{1, {}}, {});
+  EXPECT_EQ(op_types(m1), (std::vector<std::string>{"Neg"}));
+
+  Model m2 = make();
+  run_passes(m2, PassOptions{3, {"identity-elimination"}}, {});
+  EXPECT_EQ(op_types(m2), (std::vector<std::string>{"Identity", "Neg"}));
+
+  Model m3 = make();
+  EXPECT_THROW(run_passes(m3, PassOptions{3, {"no-such-pass"}}, {}), Error);
+  EXPECT_THROW(run_passes(m3, PassOptions{4, {}}, {}), Error);
+  for (const PassInfo& p : all_passes()) {
+    EXPECT_GE(p.level, 1);
+    EXPECT_LE(p.level, 3);
+  }
+}
+
+}  // namespace
+}  // namespace ophost
