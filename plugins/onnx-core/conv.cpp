@@ -10,6 +10,7 @@
 // calling thread, n from dnnl_threads() below (host config, else the host pool's size); OMP_NUM_THREADS set by
 // the user is left alone.
 #include "common.hpp"
+#include "dnnl_util.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
@@ -28,59 +29,6 @@ namespace {
 using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  return eng;
-}
-
-// Threads the host's parallel_for actually uses: distinct threads that run chunks of a probe loop (a few
-// hundred microseconds, once per process, at the first convolution's kernel creation, when nothing else runs).
-int host_pool_threads() {
-  static const int n = [] {
-    const oph_host_services* s = oph::services();
-    if (!s || !s->parallel_for) return 1;
-    struct Probe {
-      std::mutex mu;
-      std::set<std::thread::id> ids;
-      std::atomic<uint64_t> sink{0};
-    } probe;
-    s->parallel_for(
-        s->host, 4096, 1,
-        [](void* user, size_t b, size_t e) {
-          auto* p = static_cast<Probe*>(user);
-          uint64_t x = b;
-          for (size_t i = b; i < e; ++i)
-            for (int k = 0; k < 200; ++k) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-          p->sink += x;
-          std::lock_guard lock(p->mu);
-          p->ids.insert(std::this_thread::get_id());
-        },
-        &probe);
-    return std::max<int>(1, static_cast<int>(probe.ids.size()));
-  }();
-  return n;
-}
-
-// Threads for oneDNN's OpenMP team, in this order: the host's config value for this pack
-// (config_get(host, "onnx-core", "threads")); 0 = leave OpenMP alone when the user set OMP_NUM_THREADS;
-// else the number of threads the host's intra-op pool runs parallel_for on (so `--threads 1` gives one
-// oneDNN thread and oneDNN never runs more threads than the host offers).
-int dnnl_threads() {
-  static const int n = [] {
-    const oph_host_services* s = oph::services();
-    if (s && s->config_get) {
-      const char* v = s->config_get(s->host, "onnx-core", "threads");
-      if (v && *v) {
-        int t = std::atoi(v);
-        if (t > 0) return t;
-      }
-    }
-    if (const char* env = std::getenv("OMP_NUM_THREADS"); env && *env) return 0;
-    return host_pool_threads();
-  }();
-  return n;
-}
-
 // ----- attributes and geometry -----
 
 struct ConvAttrs {
@@ -89,6 +37,9 @@ struct ConvAttrs {
   std::string auto_pad;
   int64_t group = 1;
   std::vector<int64_t> dilations, kernel_shape, pads, strides, output_padding, output_shape;
+  // com.ophost::FusedConv (graph pass conv-activation-fusion): the activation run as a oneDNN post-op.
+  std::string activation;
+  std::vector<float> activation_params;
 };
 
 ConvAttrs read_conv_attrs(const oph::Attrs& at, bool transpose) {
@@ -263,6 +214,35 @@ memory::desc onnx_weights_md(const ConvGeom& g, bool transpose) {
   return memory::desc(dims, memory::data_type::f32, t);
 }
 
+// The ONNX activation of a FusedConv as oneDNN post-ops (y = act(conv(x)) in the primitive's epilogue).
+dnnl::post_ops activation_post_ops(const ConvAttrs& a) {
+  using alg = dnnl::algorithm;
+  const std::string& k = a.activation;
+  const std::vector<float>& p = a.activation_params;
+  auto need = [&](size_t n) {
+    if (p.size() != n)
+      fail("FusedConv: activation '" + k + "' takes " + std::to_string(n) + " activation_params, got " +
+           std::to_string(p.size()));
+  };
+  dnnl::post_ops po;
+  if (k == "Relu") need(0), po.append_eltwise(1.0f, alg::eltwise_relu, 0.0f, 0.0f);
+  else if (k == "LeakyRelu") need(1), po.append_eltwise(1.0f, alg::eltwise_relu, p[0], 0.0f);
+  else if (k == "Elu") need(1), po.append_eltwise(1.0f, alg::eltwise_elu, p[0], 0.0f);
+  else if (k == "Sigmoid") need(0), po.append_eltwise(1.0f, alg::eltwise_logistic, 0.0f, 0.0f);
+  else if (k == "Tanh") need(0), po.append_eltwise(1.0f, alg::eltwise_tanh, 0.0f, 0.0f);
+  else if (k == "HardSwish") need(0), po.append_eltwise(1.0f, alg::eltwise_hardswish, 1.0f / 6.0f, 0.5f);
+  else if (k == "Clip") need(2), po.append_eltwise(1.0f, alg::eltwise_clip, p[0], p[1]);
+  else if (k == "HardSigmoid") {
+    need(2);
+    po.append_eltwise(1.0f, alg::eltwise_linear, p[0], p[1]);  // alpha * x + beta
+    po.append_eltwise(1.0f, alg::eltwise_clip, 0.0f, 1.0f);
+  } else {
+    fail("FusedConv: unsupported activation '" + k +
+         "'; supported: Relu, LeakyRelu, Elu, Sigmoid, Tanh, HardSwish, Clip, HardSigmoid");
+  }
+  return po;
+}
+
 struct Prim {
   ConvGeom g;
   dnnl::primitive prim;
@@ -283,7 +263,15 @@ struct Scratch {
 
 class ConvKernel {
  public:
-  ConvKernel(const oph::KernelInit& init, bool transpose) : a_(read_conv_attrs(init.attrs(), transpose)) {
+  ConvKernel(const oph::KernelInit& init, bool transpose, bool fused = false)
+      : a_(read_conv_attrs(init.attrs(), transpose)) {
+    if (fused) {
+      a_.op = "FusedConv";
+      a_.activation = init.attrs().get<std::string>("activation");
+      if (init.attrs().has("activation_params"))
+        a_.activation_params = init.attrs().get<std::vector<float>>("activation_params");
+      activation_post_ops(a_);  // an unsupported activation fails here, at load
+    }
     threads_ = dnnl_threads();
     if (init.num_inputs() > 1 && init.input(1).constant) {
       const oph_tensor* t = init.input(1).constant;
@@ -377,6 +365,7 @@ class ConvKernel {
     memory::desc wei_any(p->user_wei.dims(), memory::data_type::f32, tag::any);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (!a_.activation.empty()) attr.set_post_ops(activation_post_ops(a_));
     try {
       if (!a_.transpose) {
         auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
@@ -486,6 +475,9 @@ class ConvKernel {
 struct ConvK : ConvKernel {
   explicit ConvK(const oph::KernelInit& i) : ConvKernel(i, false) {}
 };
+struct FusedConvK : ConvKernel {
+  explicit FusedConvK(const oph::KernelInit& i) : ConvKernel(i, false, true) {}
+};
 struct ConvTransposeK : ConvKernel {
   explicit ConvTransposeK(const oph::KernelInit& i) : ConvKernel(i, true) {}
 };
@@ -513,6 +505,16 @@ void register_conv(oph::Pack& pack) {
         .optional_attr("output_shape", OPH_ATTR_INTS)
         .infer([](oph::InferContext& c) { conv_infer(c, true); })
         .kernel<ConvTransposeK>();
+    // Conv + activation, written by the host's conv-activation-fusion pass (never by exporters).
+    common(pack.op("com.ophost", "FusedConv")
+               .versions(1, OPH_OPSET_MAX)
+               .doc("Conv followed by an ONNX activation (Relu, LeakyRelu, Elu, Sigmoid, Tanh, HardSwish, Clip, "
+                    "HardSigmoid) run as a oneDNN post-op; written by the host's conv-activation-fusion pass")
+               .flags(OPH_OP_FLAG_ALLOW_FUSION))
+        .required_attr("activation", OPH_ATTR_STRING)
+        .optional_attr("activation_params", OPH_ATTR_FLOATS)
+        .infer([](oph::InferContext& c) { conv_infer(c, false); })
+        .kernel<FusedConvK>();
   }
 }
 

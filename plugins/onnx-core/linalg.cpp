@@ -1,6 +1,10 @@
 // onnx-core: MatMul (numpy-style batched), Gemm, Softmax.
+// float32 MatMul and Gemm run on oneDNN's sgemm (its OpenMP team sized by dnnl_threads(), as for Conv);
+// float64 keeps the plain loops.
 #include "common.hpp"
+#include "dnnl_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -8,6 +12,17 @@ namespace onnx_core {
 namespace {
 
 // ----- MatMul -----
+
+// Row-major C[M,N] = alpha * op(A) * op(B) + beta * C through oneDNN.
+void sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float* A, const float* B, float beta,
+           float* C) {
+  const dnnl_dim_t lda = static_cast<dnnl_dim_t>(std::max<size_t>(1, ta ? M : K));
+  const dnnl_dim_t ldb = static_cast<dnnl_dim_t>(std::max<size_t>(1, tb ? K : N));
+  const dnnl_dim_t ldc = static_cast<dnnl_dim_t>(std::max<size_t>(1, N));
+  dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', static_cast<dnnl_dim_t>(M), static_cast<dnnl_dim_t>(N),
+                                static_cast<dnnl_dim_t>(K), alpha, A, lda, B, ldb, beta, C, ldc);
+  if (st != dnnl_success) fail("oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)), OPH_CODE_INTERNAL);
+}
 
 struct MatMulShape {
   bool a1d = false, b1d = false;
@@ -81,6 +96,22 @@ void matmul_compute(const oph::KernelContext& ctx) {
   std::vector<size_t> boff = batch_offsets(s.batch, s.bbatch, K * N);
   const size_t rows = aoff.size() * M;
   if (rows == 0 || N == 0) return;
+  if (a.dtype() == f32) {
+    const float* A = static_cast<const float*>(a.data());
+    const float* B = static_cast<const float*>(b.data());
+    float* C = static_cast<float*>(y.data());
+    if (K == 0) {
+      std::fill(C, C + rows * N, 0.0f);
+      return;
+    }
+    set_dnnl_threads();
+    if (oph::numel(s.bbatch) == 1) {
+      sgemm(false, false, rows, N, K, 1.0f, A, B, 0.0f, C);  // A's batch folds into its rows
+    } else {
+      for (size_t bi = 0; bi < aoff.size(); ++bi) sgemm(false, false, M, N, K, 1.0f, A + aoff[bi], B + boff[bi], 0.0f, C + bi * M * N);
+    }
+    return;
+  }
   dispatch_float(a.dtype(), "MatMul", [&]<class T>(std::type_identity<T>) {
     const T* A = static_cast<const T*>(a.data());
     const T* B = static_cast<const T*>(b.data());
@@ -184,6 +215,22 @@ struct GemmKernel {
     }
     const size_t M = s.M, K = s.K, N = s.N;
     if (M == 0 || N == 0) return;
+    if (a.dtype() == f32) {
+      float* Y = static_cast<float*>(y.data());
+      const float* Cp = c.present() ? static_cast<const float*>(c.data()) : nullptr;
+      if (Cp) {
+        for (size_t i = 0; i < M; ++i)
+          for (size_t j = 0; j < N; ++j) Y[i * N + j] = beta * Cp[i * cs_i + j * cs_j];
+      }
+      if (K == 0) {
+        if (!Cp) std::fill(Y, Y + M * N, 0.0f);
+        return;
+      }
+      set_dnnl_threads();
+      sgemm(ta, tb, M, N, K, alpha, static_cast<const float*>(a.data()), static_cast<const float*>(b.data()),
+            Cp ? 1.0f : 0.0f, Y);
+      return;
+    }
     dispatch_float(a.dtype(), "Gemm", [&]<class T>(std::type_identity<T>) {
       const T* A = static_cast<const T*>(a.data());
       const T* B = static_cast<const T*>(b.data());

@@ -1,0 +1,77 @@
+// onnx-core: oneDNN helpers shared by the kernels that run on it (Conv/ConvTranspose, MatMul/Gemm): the CPU
+// engine and the size of oneDNN's OpenMP team.
+#pragma once
+
+#include "common.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace onnx_core {
+
+inline dnnl::engine& cpu_engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+// Threads the host's parallel_for actually uses: distinct threads that run chunks of a probe loop (a few
+// hundred microseconds, once per process, at the first convolution's kernel creation, when nothing else runs).
+inline int host_pool_threads() {
+  static const int n = [] {
+    const oph_host_services* s = oph::services();
+    if (!s || !s->parallel_for) return 1;
+    struct Probe {
+      std::mutex mu;
+      std::set<std::thread::id> ids;
+      std::atomic<uint64_t> sink{0};
+    } probe;
+    s->parallel_for(
+        s->host, 4096, 1,
+        [](void* user, size_t b, size_t e) {
+          auto* p = static_cast<Probe*>(user);
+          uint64_t x = b;
+          for (size_t i = b; i < e; ++i)
+            for (int k = 0; k < 200; ++k) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+          p->sink += x;
+          std::lock_guard lock(p->mu);
+          p->ids.insert(std::this_thread::get_id());
+        },
+        &probe);
+    return std::max<int>(1, static_cast<int>(probe.ids.size()));
+  }();
+  return n;
+}
+
+// Threads for oneDNN's OpenMP team, in this order: the host's config value for this pack
+// (config_get(host, "onnx-core", "threads")); 0 = leave OpenMP alone when the user set OMP_NUM_THREADS;
+// else the number of threads the host's intra-op pool runs parallel_for on (so `--threads 1` gives one
+// oneDNN thread and oneDNN never runs more threads than the host offers).
+inline int dnnl_threads() {
+  static const int n = [] {
+    const oph_host_services* s = oph::services();
+    if (s && s->config_get) {
+      const char* v = s->config_get(s->host, "onnx-core", "threads");
+      if (v && *v) {
+        int t = std::atoi(v);
+        if (t > 0) return t;
+      }
+    }
+    if (const char* env = std::getenv("OMP_NUM_THREADS"); env && *env) return 0;
+    return host_pool_threads();
+  }();
+  return n;
+}
+
+// Sets oneDNN's OpenMP team size for the calling thread (see dnnl_threads()).
+inline void set_dnnl_threads() {
+  if (int n = dnnl_threads(); n > 0) omp_set_num_threads(n);
+}
+
+}  // namespace onnx_core
