@@ -2,12 +2,16 @@
 // model.onnx and test_data_set_0/{input,output}_N.pb) through the embedding API and compares the outputs.
 //
 //   ophost_conformance CASES_DIR [--filter REGEX] [--exclusions FILE] [--floor N] [--list-failures]
-//                                [--json FILE] [--opt-level N] [--verbose]
+//                                [--json FILE] [--opt-level N] [--compare-opt-levels A,B] [--verbose]
 //
 // Every case ends as passed, failed (with a one-line reason: op not found / load error / run error / mismatch)
 // or skipped (non-tensor inputs or outputs such as sequences and optionals, or listed in the exclusions file
 // with a reason). The last lines are "N passed, N failed, N skipped" and a per-reason summary; the exit status
 // is 1 when --floor is given and fewer cases pass (or when the exclusions file is malformed).
+//
+// --opt-level N loads every model at graph optimisation level N (default: the library's default, 3).
+// --compare-opt-levels A,B runs every case at level A and at level B and exits 1 unless both levels pass the
+// same number of cases and no case that passes at A fails at B (each such case is listed).
 #include <ophost/error.hpp>
 #include <ophost/runtime.hpp>
 #include <ophost/tensor.hpp>
@@ -243,7 +247,7 @@ std::optional<std::string> missing_op(const std::string& msg) {
   return std::nullopt;
 }
 
-Result run_case(ophost::Runtime& rt, const fs::path& dir) {
+Result run_case(ophost::Runtime& rt, const fs::path& dir, const ophost::SessionOptions& options) {
   Result r;
   r.name = dir.filename().string();
   try {
@@ -280,7 +284,7 @@ Result run_case(ophost::Runtime& rt, const fs::path& dir) {
 
     std::unique_ptr<ophost::Session> session;
     try {
-      session = rt.load(dir / "model.onnx");
+      session = rt.load(dir / "model.onnx", options);
     } catch (const ophost::Error& e) {
       r.outcome = Outcome::kFailed;
       if (auto op = missing_op(e.what())) r.category = "op not found: " + *op;
@@ -383,7 +387,7 @@ std::map<std::string, std::string> read_exclusions(const fs::path& p) {
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
             << " CASES_DIR [--filter REGEX] [--exclusions FILE] [--floor N] [--list-failures] [--json FILE]"
-               " [--opt-level N] [--verbose]\n";
+               " [--opt-level N] [--compare-opt-levels A,B] [--verbose]\n";
   return 2;
 }
 
@@ -395,6 +399,8 @@ int main(int argc, char** argv) {
   std::optional<fs::path> exclusions_path, json_path;
   std::optional<long> floor;
   bool list_failures = false, verbose = false;
+  ophost::SessionOptions options;
+  std::optional<std::pair<int, int>> compare_levels;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -421,7 +427,14 @@ int main(int argc, char** argv) {
       } else {
         floor = std::stol(v);
       }
-    } else if (a == "--opt-level") (void)value();  // accepted; optimisation levels are not implemented yet
+    } else if (a == "--opt-level") {
+      options.opt_level = std::stoi(value());
+    } else if (a == "--compare-opt-levels") {
+      std::string v = value();
+      size_t comma = v.find(',');
+      if (comma == std::string::npos) return usage(argv[0]);
+      compare_levels = std::make_pair(std::stoi(v.substr(0, comma)), std::stoi(v.substr(comma + 1)));
+    }
     else if (a == "--list-failures") list_failures = true;
     else if (a == "--verbose" || a == "-v") verbose = true;
     else if (a == "--help" || a == "-h") return usage(argv[0]), 0;
@@ -458,6 +471,8 @@ int main(int argc, char** argv) {
   std::sort(dirs.begin(), dirs.end());
 
   std::vector<Result> results;
+  long level_a_passed = 0, level_b_passed = 0;
+  std::vector<std::string> regressions;
   const auto t0 = std::chrono::steady_clock::now();
   for (const fs::path& d : dirs) {
     std::string name = d.filename().string();
@@ -467,7 +482,23 @@ int main(int argc, char** argv) {
       continue;
     }
     auto c0 = std::chrono::steady_clock::now();
-    Result r = run_case(*rt, d);
+    if (compare_levels) {
+      // Both levels, same case: a case that passes at A must pass at B.
+      ophost::SessionOptions oa = options, ob = options;
+      oa.opt_level = compare_levels->first;
+      ob.opt_level = compare_levels->second;
+      Result ra = run_case(*rt, d, oa), rb = run_case(*rt, d, ob);
+      if (ra.outcome == Outcome::kPassed) ++level_a_passed;
+      if (rb.outcome == Outcome::kPassed) ++level_b_passed;
+      if (ra.outcome == Outcome::kPassed && rb.outcome != Outcome::kPassed) {
+        regressions.push_back(name + ": " + rb.category + ": " + rb.detail);
+        std::cout << "REGRESSION " << name << " passes at level " << compare_levels->first << " but not at level "
+                  << compare_levels->second << ": " << rb.category << ": " << rb.detail << "\n";
+      }
+      results.push_back(std::move(rb));
+      continue;
+    }
+    Result r = run_case(*rt, d, options);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
     if (r.outcome == Outcome::kFailed) {
       std::cout << "FAIL " << r.name << ": " << r.category;
@@ -529,6 +560,15 @@ int main(int argc, char** argv) {
         << "\", \"seconds\": " << r.seconds << "}" << (i + 1 < results.size() ? "," : "") << "\n";
     }
     j << " ]}\n";
+  }
+  if (compare_levels) {
+    std::cout << "opt level " << compare_levels->first << ": " << level_a_passed << " passed; opt level "
+              << compare_levels->second << ": " << level_b_passed << " passed; " << regressions.size()
+              << " cases pass at " << compare_levels->first << " but not at " << compare_levels->second << "\n";
+    if (level_a_passed != level_b_passed || !regressions.empty()) {
+      std::cout << "FAILED: the optimisation levels disagree\n";
+      return 1;
+    }
   }
   if (floor && passed < *floor) {
     std::cout << "FAILED: " << passed << " cases passed, below the floor of " << *floor << "\n";
