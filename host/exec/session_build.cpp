@@ -1,4 +1,5 @@
 // Session construction: graph passes -> resolve -> validate (arity, attributes, types) -> infer -> create kernels.
+#include "exec/parallel.hpp"
 #include "exec/session_impl.hpp"
 #include "passes/passes.hpp"
 #include "registry/registry.hpp"
@@ -596,6 +597,8 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
   }
   s->pool = std::make_unique<MemoryPool>(std::move(raw), options.mem_limit);
   s->profiling = options.profile;
+  if (options.execution_mode == SessionOptions::ExecutionMode::kParallel)
+    s->inter_op = std::make_unique<InterOpPool>(options.inter_op_threads > 0 ? options.inter_op_threads : 2);
   s->profile_start = std::chrono::steady_clock::now();
   if (s->static_plan_complete) {
     s->static_exec = s->make_plan(s->static_plan.input_shapes, s->static_plan.values);
