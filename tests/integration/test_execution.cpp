@@ -252,5 +252,20 @@ TEST(Execution, ParallelModeReportsKernelErrors) {
   EXPECT_EQ(ok[0].tensor.data_as<int64_t>()[3], 13);
 }
 
+
+TEST(Execution, TwoRuntimesShareLoadedPacks) {
+  // Both runtimes dlopen the same libraries (one image, shared statics): releasing one must not pull the packs
+  // out from under the other.
+  auto first = std::make_unique<Example>(load_example("mixed_small"));
+  Example second = load_example("mixed_small");
+  auto ref = first->session->run(first->inputs);
+  first.reset();
+  auto again = second.session->run(second.inputs);
+  ASSERT_EQ(again.size(), ref.size());
+  EXPECT_EQ(std::memcmp(again[0].tensor.data(), ref[0].tensor.data(), ref[0].tensor.nbytes()), 0);
+  Example third = load_example("mixed_small");  // loading again after a release works too
+  EXPECT_NO_THROW(third.session->run(third.inputs));
+}
+
 }  // namespace
 }  // namespace ophost::itest

@@ -32,6 +32,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <span>
 #include <stdexcept>
@@ -949,10 +950,17 @@ class Pack {
       return host->services->status_create(OPH_CODE_FAILED_PRECONDITION, msg.c_str());
     }
     return guarded("plugin entry", [&] {
+      // One library image can be handed to several hosts (several Runtimes in one process share the dlopen
+      // handle): they share one Pack, destroyed when the last of them releases it.
+      std::lock_guard<std::mutex> lock(instance_mutex());
       auto& slot = instance();
-      slot = std::make_unique<Pack>(name, version);
-      define(*slot);
-      slot->finish();
+      if (!slot) {
+        auto pack = std::make_unique<Pack>(name, version);
+        define(*pack);
+        pack->finish();
+        slot = std::move(pack);
+      }
+      ++references();
       *out_info = &slot->info_;
     });
   }
@@ -962,7 +970,18 @@ class Pack {
     static std::unique_ptr<Pack> pack;
     return pack;
   }
-  static void release(void*) { instance().reset(); }
+  static size_t& references() {
+    static size_t refs = 0;
+    return refs;
+  }
+  static std::mutex& instance_mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static void release(void*) {
+    std::lock_guard<std::mutex> lock(instance_mutex());
+    if (references() > 0 && --references() == 0) instance().reset();
+  }
 
   void finish() {
     for (auto& op : ops_) op_ptrs_.push_back(op->finish());
