@@ -321,6 +321,7 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
       m.shape.assign(oi.shape, oi.shape + std::max(0, oi.ndim));
       for (int64_t& d : m.shape)
         if (d < 0) d = OPH_DIM_UNKNOWN;
+      check_tensor_size(m.dtype, m.shape, model.limits, pn.label + ": output '" + values[v].name + "'");
       spdlog::trace("infer {}: output '{}' {} {}", pn.label, values[v].name, dtype_name(m.dtype), dims_string(m));
     }
   }

@@ -5,9 +5,12 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <google/protobuf/io/coded_stream.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -27,7 +30,65 @@ std::string describe_node(const Node& node) {
   return "node '" + node.name + "' (" + op + ")";
 }
 
+std::string format_bytes(uint64_t bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 6) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[64];
+  if (u == 0) {
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+  } else if (v == static_cast<double>(static_cast<uint64_t>(v))) {
+    std::snprintf(buf, sizeof buf, "%llu %s", static_cast<unsigned long long>(v), units[u]);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  }
+  return buf;
+}
+
+void check_tensor_size(DType dtype, std::span<const int64_t> shape, const ModelLimits& limits,
+                       const std::string& what) {
+  if (dtype == DType::kUndefined) return;
+  uint64_t n = 1;
+  bool overflow = false;
+  for (int64_t d : shape) {
+    if (d < 0) return;  // not fully known yet
+    overflow = overflow || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n);
+  }
+  const uint64_t esize = dtype == DType::kString ? sizeof(std::string) : dtype_size(dtype);
+  uint64_t bytes = 0;
+  overflow = overflow || __builtin_mul_overflow(n, esize, &bytes);
+  if (overflow || bytes > limits.max_tensor_bytes) {
+    std::vector<int64_t> dims(shape.begin(), shape.end());
+    throw Error(Code::kResourceExhausted,
+                what + " would be " + dtype_name(dtype) + " " + shape_to_string(dims) + ", " +
+                    (overflow ? std::string("more bytes than a 64-bit size can count")
+                              : format_bytes(bytes) + " (" + std::to_string(bytes) + " bytes)") +
+                    ", over the tensor size limit of " + format_bytes(limits.max_tensor_bytes) +
+                    " (SessionOptions::max_tensor_bytes, ophost --max-tensor-bytes)");
+  }
+}
+
 namespace {
+
+// Deepest nesting of GraphProto attributes below `g` (g itself is depth 0); stops counting past `cap`.
+int subgraph_depth(const onnx::GraphProto& g, int cap) {
+  int deepest = 0;
+  for (const auto& n : g.node()) {
+    for (const auto& a : n.attribute()) {
+      auto visit = [&](const onnx::GraphProto& sub) {
+        if (deepest > cap) return;
+        deepest = std::max(deepest, 1 + subgraph_depth(sub, cap - 1));
+      };
+      if (a.has_g()) visit(a.g());
+      for (const auto& sub : a.graphs()) visit(sub);
+    }
+  }
+  return deepest;
+}
 
 // Builds errors that all start with the model's name.
 struct Reporter {
@@ -67,6 +128,11 @@ ModelValueInfo convert_value_info(const onnx::ValueInfoProto& vi, const char* ro
     r.fail(Code::kInvalidArgument, std::string(role) + " '" + out.name + "' has no element type; declare it");
   }
   if (tt.has_shape()) {
+    if (static_cast<size_t>(tt.shape().dim_size()) > kMaxModelRank) {
+      r.fail(Code::kInvalidArgument, std::string(role) + " '" + out.name + "' has rank " +
+                                         std::to_string(tt.shape().dim_size()) + "; ophost supports at most " +
+                                         std::to_string(kMaxModelRank) + " dimensions");
+    }
     out.has_shape = true;
     for (const auto& dim : tt.shape().dim()) {
       if (dim.has_dim_value()) {
@@ -100,7 +166,7 @@ int32_t infer_attribute_type(const onnx::AttributeProto& a) {
 }
 
 Attribute convert_attribute(const onnx::AttributeProto& a, int index, const std::string& where,
-                            const fs::path& base_dir, const Reporter& r) {
+                            const fs::path& base_dir, const ModelLimits& limits, const Reporter& r) {
   Attribute out;
   out.name = a.name();
   if (out.name.empty()) {
@@ -120,7 +186,7 @@ Attribute convert_attribute(const onnx::AttributeProto& a, int index, const std:
     case OPH_ATTR_STRING: out.s = a.s(); break;
     case OPH_ATTR_TENSOR:
       try {
-        out.t = tensor_from_proto(a.t(), base_dir);
+        out.t = tensor_from_proto(a.t(), base_dir, limits.max_tensor_bytes);
       } catch (const Error& e) {
         r.fail(e.code(), attr + ": " + e.what());
       }
@@ -219,17 +285,30 @@ std::vector<Node> topo_sort(std::vector<Node> nodes, const std::unordered_map<st
 }  // namespace
 
 Model load_model_from_bytes(std::span<const std::byte> bytes, const fs::path& base_dir,
-                            std::string_view display_name) {
+                            std::string_view display_name, const ModelLimits& limits) {
   const Reporter r{std::string(display_name)};
   if (bytes.size() > static_cast<size_t>(INT_MAX)) {
     r.fail(Code::kInvalidArgument, "model is " + std::to_string(bytes.size()) +
                                        " bytes; protobuf files are limited to 2 GiB, so store the weights as "
                                        "external data");
   }
+  if (limits.max_subgraph_depth < 0) {
+    r.fail(Code::kInvalidArgument, "max_subgraph_depth must be >= 0");
+  }
+  // Message nesting is bounded while parsing: each subgraph level costs 3 (Graph -> Node -> Attribute ->
+  // Graph); 32 more cover the model's own levels and nested TypeProtos (sequence of map of ...).
+  const int recursion_limit = 3 * std::min(limits.max_subgraph_depth, 1000) + 32;
   onnx::ModelProto proto;
-  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    r.fail(Code::kInvalidArgument, "not an ONNX model (protobuf ModelProto parse failed; " +
-                                       std::to_string(bytes.size()) + " bytes)");
+  {
+    google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                              static_cast<int>(bytes.size()));
+    in.SetRecursionLimit(recursion_limit);
+    if (!proto.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage()) {
+      r.fail(Code::kInvalidArgument, "not an ONNX model (protobuf ModelProto parse failed; " +
+                                         std::to_string(bytes.size()) + " bytes); messages nested deeper than " +
+                                         std::to_string(recursion_limit) + " levels (subgraphs deeper than " +
+                                         std::to_string(limits.max_subgraph_depth) + ") are refused as well");
+    }
   }
   if (!proto.has_ir_version()) {
     r.fail(Code::kInvalidArgument, "not an ONNX model (no ir_version; " + std::to_string(bytes.size()) +
@@ -239,6 +318,10 @@ Model load_model_from_bytes(std::span<const std::byte> bytes, const fs::path& ba
     r.fail(Code::kInvalidArgument, "not an ONNX model (no graph; " + std::to_string(bytes.size()) + " bytes)");
   }
   const onnx::GraphProto& g = proto.graph();
+  if (int depth = subgraph_depth(g, limits.max_subgraph_depth); depth > limits.max_subgraph_depth) {
+    r.fail(Code::kResourceExhausted, "subgraphs are nested more than " + std::to_string(limits.max_subgraph_depth) +
+                                         " levels deep (ModelLimits::max_subgraph_depth)");
+  }
   if (g.node_size() == 0) {
     r.fail(Code::kInvalidArgument, "the graph is empty (no nodes); export the model again");
   }
@@ -247,6 +330,7 @@ Model load_model_from_bytes(std::span<const std::byte> bytes, const fs::path& ba
   }
 
   Model m;
+  m.limits = limits;
   m.ir_version = proto.ir_version();
   m.producer_name = proto.producer_name();
   m.producer_version = proto.producer_version();
@@ -277,7 +361,7 @@ Model load_model_from_bytes(std::span<const std::byte> bytes, const fs::path& ba
       r.fail(Code::kInvalidArgument, "initializer '" + t.name() + "' is defined twice");
     }
     try {
-      m.initializers.emplace_back(t.name(), tensor_from_proto(t, base_dir));
+      m.initializers.emplace_back(t.name(), tensor_from_proto(t, base_dir, limits.max_tensor_bytes));
     } catch (const Error& e) {
       r.fail(e.code(), std::string("initializer: ") + e.what());
     }
@@ -320,7 +404,7 @@ Model load_model_from_bytes(std::span<const std::byte> bytes, const fs::path& ba
     node.outputs.assign(np.output().begin(), np.output().end());
     std::unordered_set<std::string> attr_names;
     for (int a = 0; a < np.attribute_size(); ++a) {
-      node.attributes.push_back(convert_attribute(np.attribute(a), a, where, base_dir, r));
+      node.attributes.push_back(convert_attribute(np.attribute(a), a, where, base_dir, limits, r));
       if (!attr_names.insert(node.attributes.back().name).second) {
         r.fail(Code::kInvalidArgument, where + ": attribute '" + node.attributes.back().name + "' is given twice");
       }
@@ -377,7 +461,7 @@ Model load_model_from_bytes(std::span<const std::byte> bytes, const fs::path& ba
   return m;
 }
 
-Model load_model(const fs::path& path) {
+Model load_model(const fs::path& path, const ModelLimits& limits) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status)) {
@@ -406,7 +490,7 @@ Model load_model(const fs::path& path) {
   const fs::path abs = fs::absolute(path, ec);
   const fs::path base = (ec ? path : abs).parent_path();
   Model m = load_model_from_bytes(std::as_bytes(std::span<const char>(data)), base.empty() ? fs::path(".") : base,
-                                  path.string());
+                                  path.string(), limits);
   m.path = path;
   return m;
 }

@@ -48,8 +48,32 @@ struct Node {
   std::vector<Attribute> attributes;
 };
 
+// Bounds on the work and memory a model may ask for at load (a hostile file must fail fast with a message, not
+// exhaust the machine). Runtime::load takes them from SessionOptions.
+struct ModelLimits {
+  // Largest tensor in bytes: initializers, attribute tensors, and (checked by the session) every value whose
+  // shape inference gives a fully known shape.
+  uint64_t max_tensor_bytes = uint64_t{4} << 30;
+  // Deepest nesting of subgraphs (GraphProto attributes of If/Loop/Scan); the protobuf parser's recursion limit
+  // is derived from it, so deeply nested messages are refused while parsing.
+  int max_subgraph_depth = 8;
+};
+
+// Highest tensor rank the host accepts anywhere (the C ABI's fixed shape arrays hold OPH_MAX_NDIM dims).
+inline constexpr size_t kMaxModelRank = OPH_MAX_NDIM;
+
+// Throws Error(kResourceExhausted) when a value of `dtype` and fully known `shape` would exceed
+// limits.max_tensor_bytes (or when its size overflows); `what` names the value ("node 'n' (Op): output 'y'").
+// Unknown dims (< 0) are skipped: the value is checked again when its shape is known.
+void check_tensor_size(DType dtype, std::span<const int64_t> shape, const ModelLimits& limits,
+                       const std::string& what);
+
+// "4 GiB", "1.5 MiB", "12 bytes".
+std::string format_bytes(uint64_t bytes);
+
 struct Model {
   std::filesystem::path path;
+  ModelLimits limits;  // the limits it was loaded with (the session applies them to inferred shapes)
   int64_t ir_version = 0;
   std::map<std::string, int64_t> opset_imports;  // "" for the standard domain
   std::string producer_name, producer_version;
@@ -62,12 +86,12 @@ struct Model {
 
 // Loads and validates an ONNX model file. Throws ophost::Error naming the file (and the node, where there is
 // one) with what to fix.
-Model load_model(const std::filesystem::path& path);
+Model load_model(const std::filesystem::path& path, const ModelLimits& limits = {});
 
 // Same, from bytes in memory. `base_dir` is the folder external data is resolved against (empty: external data
 // is rejected); `display_name` prefixes every error message.
 Model load_model_from_bytes(std::span<const std::byte> bytes, const std::filesystem::path& base_dir,
-                            std::string_view display_name);
+                            std::string_view display_name, const ModelLimits& limits = {});
 
 // "node 'Add_3' (Add)" or "node 'n' (com.example::Op)", for error messages.
 std::string describe_node(const Node& node);

@@ -223,7 +223,7 @@ std::string field_count_error(const onnx::TensorProto& proto, const char* field,
 
 }  // namespace
 
-Tensor tensor_from_proto(const onnx::TensorProto& proto, const fs::path& base_dir) {
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const fs::path& base_dir, uint64_t max_bytes) {
   const std::string label = tensor_label(proto);
   const auto dtype_opt = dtype_from_onnx(proto.data_type());
   if (!dtype_opt) {
@@ -236,6 +236,11 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const fs::path& base_di
   const DType dtype = *dtype_opt;
   if (proto.has_segment()) {
     throw Error(Code::kUnimplemented, label + ": segmented tensors are not supported");
+  }
+  if (static_cast<size_t>(proto.dims_size()) > OPH_MAX_NDIM) {
+    throw Error(Code::kInvalidArgument, label + ": has rank " + std::to_string(proto.dims_size()) +
+                                            "; ophost supports at most " + std::to_string(OPH_MAX_NDIM) +
+                                            " dimensions");
   }
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
   for (int64_t d : dims) {
@@ -255,6 +260,16 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const fs::path& base_di
   if (dtype != DType::kString &&
       __builtin_mul_overflow(static_cast<uint64_t>(numel), static_cast<uint64_t>(esize), &expected_bytes)) {
     throw Error(Code::kOutOfRange, label + ": dims " + shape_to_string(dims) + " are too large");
+  }
+  if (dtype != DType::kString && expected_bytes > max_bytes) {
+    throw Error(Code::kResourceExhausted,
+                label + ": dims " + shape_to_string(dims) + " (" + dtype_name(dtype) + ") need " +
+                    std::to_string(expected_bytes) + " bytes, over the tensor size limit of " +
+                    std::to_string(max_bytes) + " bytes (SessionOptions::max_tensor_bytes, --max-tensor-bytes)");
+  }
+  if (dtype == DType::kString && static_cast<uint64_t>(numel) > max_bytes / sizeof(std::string)) {
+    throw Error(Code::kResourceExhausted, label + ": " + std::to_string(numel) +
+                                              " strings are over the tensor size limit");
   }
 
   const bool external = proto.has_data_location() && proto.data_location() == onnx::TensorProto::EXTERNAL;

@@ -22,6 +22,8 @@ std::string onnx_dtype_name(int32_t elem_type);
 // `base_dir`, and only from files that resolve inside it: absolute locations, ".." escapes, symlinks leading
 // outside, negative or non-numeric offset/length and ranges past the end of the file are rejected before
 // anything is opened. Throws ophost::Error naming the tensor; callers add the file name.
-Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::filesystem::path& base_dir);
+// Tensors over `max_bytes` (or of rank above OPH_MAX_NDIM) are rejected before anything is allocated or read.
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::filesystem::path& base_dir,
+                         uint64_t max_bytes = uint64_t{4} << 30);
 
 }  // namespace ophost

@@ -10,7 +10,10 @@
 #include <ophost/tensor.hpp>
 
 #include <filesystem>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -87,6 +90,14 @@ struct SessionOptions {
   enum class ExecutionMode { kSequential, kParallel };
   ExecutionMode execution_mode = ExecutionMode::kSequential;
   int inter_op_threads = 0;
+  // Largest tensor, in bytes, the model may hold or need (initializers, attribute tensors, any value whose
+  // inferred shape is fully known): a bigger one fails load (or the run that would need it) with a message.
+  uint64_t max_tensor_bytes = uint64_t{4} << 30;
+  // Deepest nesting of subgraphs (If/Loop/Scan bodies) accepted at load.
+  int max_subgraph_depth = 8;
+  // Checks every floating-point graph input before a run and every graph output after it: a NaN or infinity
+  // is an error naming the value and the first offending element.
+  bool check_numerics = false;
   // Graph optimisation level, 0 (none) to 3 (all, the default): 1 identity/Dropout elimination, dead-node
   // elimination, constant folding; 2 adds Conv+BatchNormalization folding and Conv+activation fusion; 3 adds
   // Conv+per-channel Mul/Add folding. Each pass logs what it changed at info level.
@@ -125,6 +136,10 @@ class Runtime {
 
   // Loads and prepares a model. Throws Error with a message naming file, node, op and fix.
   std::unique_ptr<Session> load(const std::filesystem::path& model, const SessionOptions& options = {});
+  // Same, from the bytes of an ONNX file in memory. `display_name` starts every error message; external data is
+  // rejected (there is no model folder).
+  std::unique_ptr<Session> load_from_bytes(std::span<const std::byte> model, const SessionOptions& options = {},
+                                           const std::string& display_name = "<memory>");
 
   struct Impl;
  private:
