@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <fnmatch.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -144,6 +145,25 @@ std::vector<std::string> describe_devices(const oph_device_backend_def& dev, con
     out.push_back(line);
   }
   return out;
+}
+
+// True when `inner` is `outer` itself or lies below it (both absolute and normalised).
+bool path_within(const fs::path& outer, const fs::path& inner) {
+  fs::path rel = inner.lexically_relative(outer);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+// "" when `p` (followed through symbolic links) is not writable by everyone; else the problem, e.g.
+// "plugin folder /x is world-writable (mode 0777)". World-writable plugin files or folders would let any local
+// user replace code the host runs, so they are refused.
+std::string world_writable(const fs::path& p, const char* what) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return {};
+  if ((st.st_mode & S_IWOTH) == 0) return {};
+  char mode[16];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return std::string(what) + " " + p.string() + " is world-writable (mode " + mode +
+         "); any local user could replace the plugin, so it is not loaded: chmod o-w " + p.string();
 }
 
 }  // namespace
@@ -507,7 +527,7 @@ class Discoverer {
     }
   }
 
-  void examine(const fs::path& dir) {
+  void examine(const fs::path& root, const fs::path& dir) {
     PluginReport r;
     std::string folder = dir.filename().string();
     r.name = folder;
@@ -515,6 +535,14 @@ class Discoverer {
 
     if (auto d = disabled(folder)) {
       disable(r, *d);
+      return;
+    }
+    // Path policy, before the manifest is read: the manifest must really live under the root (a plugin folder
+    // or manifest that is a symbolic link leading elsewhere is refused), and neither the folder nor the
+    // manifest may be world-writable.
+    if (std::string problem = path_policy(root, dir, r.manifest); !problem.empty()) {
+      reject(r, Code::kPermissionDenied, plugin_message_prefix(folder, r.manifest) + problem);
+      reports_.push_back(std::move(r));
       return;
     }
     Manifest m;
@@ -558,6 +586,22 @@ class Discoverer {
     reports_.push_back(std::move(r));
   }
 
+  static std::string path_policy(const fs::path& root, const fs::path& dir, const fs::path& manifest) {
+    std::error_code ec;
+    const fs::path canon_root = fs::canonical(root, ec);
+    if (ec) return "cannot resolve the plugin root " + root.string() + ": " + ec.message();
+    const fs::path canon_manifest = fs::canonical(manifest, ec);
+    if (ec) return "cannot resolve " + manifest.string() + ": " + ec.message();
+    if (!path_within(canon_root, canon_manifest.parent_path()) || canon_manifest.parent_path() == canon_root) {
+      return "the manifest resolves to " + canon_manifest.string() + ", outside the plugin root " +
+             canon_root.string() + " (through a symbolic link); only manifests under the configured plugin roots "
+             "are read: install the plugin folder itself under the root";
+    }
+    if (std::string w = world_writable(canon_manifest.parent_path(), "plugin folder"); !w.empty()) return w;
+    if (std::string w = world_writable(canon_manifest, "manifest"); !w.empty()) return w;
+    return {};
+  }
+
   void disable(PluginReport& r, const std::pair<std::string, std::string>& d) {
     r.reason = plugin_message_prefix(r.name, r.manifest) + "disabled by pattern '" + d.first + "' (" + d.second + ")";
     spdlog::info("{}", r.reason);
@@ -596,12 +640,19 @@ class Discoverer {
     fs::path lib = (dir / rel).lexically_normal();
     r.library = lib;
     std::error_code ec;
+    // Escapes first (lexical '..' and symbolic links), so nothing outside the plugin folder is even looked at.
+    fs::path canon_dir = fs::canonical(dir, ec);
+    fs::path canon_lib = fs::weakly_canonical(lib, ec);
+    if (!ec && !path_within(canon_dir, canon_lib)) {
+      throw Error(Code::kPermissionDenied, prefix + "library " + lib.string() + " resolves to " + canon_lib.string() +
+                                               ", outside the plugin folder " + canon_dir.string() +
+                                               "; a plugin's library must live in its own folder");
+    }
     if (!fs::exists(lib, ec)) {
       throw Error(Code::kNotFound, prefix + "library " + lib.string() + " (manifest 'library': \"" + m.library +
                                        "\") does not exist; reinstall the plugin");
     }
-    fs::path canon_dir = fs::canonical(dir, ec);
-    fs::path canon_lib = fs::canonical(lib, ec);
+    canon_lib = fs::canonical(lib, ec);
     fs::path inside = canon_lib.lexically_relative(canon_dir);
     if (ec || inside.empty() || *inside.begin() == "..") {
       throw Error(Code::kPermissionDenied, prefix + "library " + lib.string() + " resolves to " + canon_lib.string() +
@@ -610,6 +661,9 @@ class Discoverer {
     }
     if (!fs::is_regular_file(canon_lib, ec)) {
       throw Error(Code::kInvalidArgument, prefix + "library " + lib.string() + " is not a regular file");
+    }
+    if (std::string w = world_writable(canon_lib, "library"); !w.empty()) {
+      throw Error(Code::kPermissionDenied, prefix + w);
     }
     std::string actual = sha256_file(canon_lib);
     if (actual != m.sha256) {
@@ -684,7 +738,7 @@ class Discoverer {
       std::sort(dirs.begin(), dirs.end(),
                 [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
       spdlog::debug("plugin root {}: {} plugin folder(s)", root.string(), dirs.size());
-      for (const auto& d : dirs) examine(d);
+      for (const auto& d : dirs) examine(root, d);
     }
     check_required_devices();
     for (const auto& name : o_.required_plugins) {
