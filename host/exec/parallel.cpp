@@ -134,9 +134,9 @@ void InterOpPool::execute(Task t) {
         oph_status* st;
         if (pn.serialize) {
           std::lock_guard lock(*pn.serialize);
-          st = pn.op->compute(pn.state, &run.bound->calls[node]);
+          st = guarded_compute(pn, &run.bound->calls[node]);
         } else {
-          st = pn.op->compute(pn.state, &run.bound->calls[node]);
+          st = guarded_compute(pn, &run.bound->calls[node]);
         }
         if (st) throw_if_error(st, pn.label);
       } catch (...) {
