@@ -10,6 +10,7 @@ packages=(
   libspdlog-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libssl-dev
   libdnnl-dev libhwy-dev
+  clang-14 libclang-rt-14-dev  # libFuzzer targets (tools/dev/fuzz.sh)
   python3 python3-onnx python3-numpy
   # GPU backends (issue: CUDA and HIP backends) add hipcc and libamdhip64-dev here; CUDA comes from
   # /usr/local/cuda when present. Both are skipped at configure time when their toolkit is missing.

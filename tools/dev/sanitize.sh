@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Sanitizer builds and test runs (issue 7).
+#   tools/dev/sanitize.sh asan   every test under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   tools/dev/sanitize.sh tsan   the concurrency tests under ThreadSanitizer (build-tsan/; only the test
+#                                executables and the plugins they load are built)
+# Extra arguments go to ctest. Any sanitizer report fails the test that triggered it (halt_on_error,
+# -fno-sanitize-recover=undefined, LSan on at exit).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+kind="${1:?usage: tools/dev/sanitize.sh asan|tsan [ctest args...]}"
+shift
+jobs="${OPHOST_JOBS:-$(nproc)}"
+tools/dev/deps.sh
+if [ -z "${OPHOST_COMPILER_LAUNCHER+x}" ] && command -v ccache >/dev/null; then
+  export OPHOST_COMPILER_LAUNCHER=ccache
+fi
+umask 022  # plugin folders in the build tree must not be world-writable (the loader refuses them)
+here="$(pwd)"
+case "$kind" in
+  asan)
+    export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:detect_odr_violation=1:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=0"
+    export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+    export LSAN_OPTIONS="suppressions=${here}/tools/dev/lsan.supp:print_suppressions=0"
+    cmake --preset asan >/dev/null
+    cmake --build --preset asan -j"$jobs"
+    # The conformance run (900 models) under ASan is the slowest test by far; it keeps its own timeout.
+    ctest --preset asan --output-on-failure -j"$jobs" --timeout 900 "$@"
+    ;;
+  tsan)
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=${here}/tools/dev/tsan.supp:report_signal_unsafe=0"
+    cmake --preset tsan >/dev/null
+    cmake --build --preset tsan -j"$jobs" --target ophost_unit_tests ophost_integration_tests
+    # The concurrency tests: the intra-op pool, one session run from eight threads, the parallel (inter-op)
+    # execution mode. Everything else is single-threaded and covered by the ASan run.
+    ctest --preset tsan --output-on-failure -j"$jobs" \
+      -R '^(ThreadPool\.|Execution\.(OneSessionFromEightThreads|Parallel|.*Concurrent|.*Threads))' "$@"
+    ;;
+  *)
+    echo "tools/dev/sanitize.sh: unknown kind '$kind' (asan or tsan)" >&2
+    exit 2
+    ;;
+esac
