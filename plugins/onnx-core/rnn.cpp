@@ -1,0 +1,316 @@
+// onnx-core: recurrent layers RNN, GRU, LSTM (opsets 7 and 14; 14 adds `layout`): forward, reverse and
+// bidirectional, sequence_lens, initial states, LSTM peepholes and input_forget, clip, and every ONNX activation
+// with activation_alpha/activation_beta. Straightforward loops in double precision (correct before fast).
+#include "common.hpp"
+
+#include <cmath>
+
+namespace onnx_core {
+namespace {
+
+enum class Cell { kRnn, kGru, kLstm };
+
+int gates_of(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 3 : 4; }
+const char* cell_name(Cell c) { return c == Cell::kRnn ? "RNN" : c == Cell::kGru ? "GRU" : "LSTM"; }
+std::vector<std::string> default_activations(Cell c) {
+  if (c == Cell::kRnn) return {"Tanh"};
+  if (c == Cell::kGru) return {"Sigmoid", "Tanh"};
+  return {"Sigmoid", "Tanh", "Tanh"};
+}
+
+struct Act {
+  std::string name;
+  double alpha = 0, beta = 0;
+  double operator()(double x) const {
+    if (name == "Sigmoid") return 1 / (1 + std::exp(-x));
+    if (name == "Tanh") return std::tanh(x);
+    if (name == "Relu") return std::max(0.0, x);
+    if (name == "Affine") return alpha * x + beta;
+    if (name == "LeakyRelu") return x >= 0 ? x : alpha * x;
+    if (name == "ThresholdedRelu") return x > alpha ? x : 0;
+    if (name == "ScaledTanh") return alpha * std::tanh(beta * x);
+    if (name == "HardSigmoid") return std::max(0.0, std::min(1.0, alpha * x + beta));
+    if (name == "Elu") return x >= 0 ? x : alpha * (std::exp(x) - 1);
+    if (name == "Softsign") return x / (1 + std::abs(x));
+    if (name == "Softplus") return std::log1p(std::exp(x));
+    return x;
+  }
+};
+
+// Parses activations with their alpha/beta (consumed in order by the activations that take them; ONNX defaults
+// otherwise). Names are case-insensitive in ONNX; normalised here.
+std::vector<Act> parse_activations(const oph::Attrs& at, Cell cell, int dirs, const std::string& op) {
+  std::vector<std::string> names;
+  if (at.has("activations")) names = at.get<std::vector<std::string>>("activations");
+  else
+    for (int d = 0; d < dirs; ++d)
+      for (auto& n : default_activations(cell)) names.push_back(n);
+  const size_t per = default_activations(cell).size();
+  if (names.size() != per * dirs)
+    fail(op + ": activations must list " + std::to_string(per * dirs) + " functions, got " + std::to_string(names.size()));
+  std::vector<float> alphas, betas;
+  if (at.has("activation_alpha")) alphas = at.get<std::vector<float>>("activation_alpha");
+  if (at.has("activation_beta")) betas = at.get<std::vector<float>>("activation_beta");
+  size_t ai = 0, bi = 0;
+  std::vector<Act> out;
+  for (std::string n : names) {
+    std::string low;
+    for (char ch : n) low += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    static const char* known[] = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",
+                                  "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
+    Act a;
+    for (const char* k : known) {
+      std::string kl;
+      for (const char* p = k; *p; ++p) kl += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+      if (kl == low) a.name = k;
+    }
+    if (a.name.empty()) fail(op + ": activation '" + n + "' is not supported", OPH_CODE_UNIMPLEMENTED);
+    double da = 0, db = 0;
+    bool ua = false, ub = false;
+    if (a.name == "Affine") { da = 1; db = 0; ua = ub = true; }
+    else if (a.name == "LeakyRelu") { da = 0.01; ua = true; }
+    else if (a.name == "ThresholdedRelu") { da = 1; ua = true; }
+    else if (a.name == "ScaledTanh") { da = 1; db = 1; ua = ub = true; }
+    else if (a.name == "HardSigmoid") { da = 0.2; db = 0.5; ua = ub = true; }
+    else if (a.name == "Elu") { da = 1; ua = true; }
+    a.alpha = ua && ai < alphas.size() ? alphas[ai++] : da;
+    a.beta = ub && bi < betas.size() ? betas[bi++] : db;
+    out.push_back(a);
+  }
+  return out;
+}
+
+int num_dirs(const std::string& dir, const std::string& op) {
+  if (dir == "forward" || dir == "reverse") return 1;
+  if (dir == "bidirectional") return 2;
+  fail(op + ": direction '" + dir + "' is not one of forward, reverse, bidirectional");
+}
+
+void rnn_infer(oph::InferContext& c, Cell cell, bool has_layout) {
+  const std::string op = cell_name(cell);
+  const oph_dtype t = c.input_dtype(0);
+  const int layout = has_layout ? static_cast<int>(c.attr<int64_t>("layout")) : 0;
+  if (layout != 0 && layout != 1) fail(op + ": layout must be 0 or 1");
+  const int64_t dirs = num_dirs(c.attr<std::string>("direction"), op);
+  int64_t H = c.attrs().has("hidden_size") ? c.attr<int64_t>("hidden_size") : OPH_DIM_UNKNOWN;
+  if (H < 0 && c.input_rank_known(2) && c.input_shape(2).size() == 3) H = c.input_shape(2)[2];
+  int64_t S = OPH_DIM_UNKNOWN, B = OPH_DIM_UNKNOWN;
+  if (c.input_rank_known(0)) {
+    auto xs = c.input_shape(0);
+    if (xs.size() != 3) fail(op + ": X must have rank 3, got " + shape_str(xs));
+    S = layout == 0 ? xs[0] : xs[1];
+    B = layout == 0 ? xs[1] : xs[0];
+  }
+  if (layout == 0) c.set_output(0, t, {S, dirs, B, H});
+  else c.set_output(0, t, {B, S, dirs, H});
+  for (size_t o = 1; o < (cell == Cell::kLstm ? 3u : 2u); ++o) {
+    if (layout == 0) c.set_output(o, t, {dirs, B, H});
+    else c.set_output(o, t, {B, dirs, H});
+  }
+}
+
+std::vector<double> doubles_of(const oph::TensorRef& t, const std::string& op) {
+  std::vector<double> v(t.size());
+  dispatch_float(t.dtype(), op, [&]<class T>(std::type_identity<T>) {
+    const T* p = static_cast<const T*>(t.data());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
+  });
+  return v;
+}
+
+void rnn_compute(oph::KernelContext& ctx, Cell cell, bool has_layout) {
+  const std::string op = cell_name(cell);
+  const oph::Attrs& at = ctx.attrs();
+  const int layout = has_layout ? static_cast<int>(at.get<int64_t>("layout")) : 0;
+  if (layout != 0 && layout != 1) fail(op + ": layout must be 0 or 1");
+  const std::string dir = at.get<std::string>("direction");
+  const int D = num_dirs(dir, op);
+  const int G = gates_of(cell);
+  oph::TensorRef X = input(ctx, 0, op), W = input(ctx, 1, op), R = input(ctx, 2, op);
+  auto xs = X.shape(), ws = W.shape(), rs = R.shape();
+  if (xs.size() != 3 || ws.size() != 3 || rs.size() != 3) fail(op + ": X, W and R must have rank 3");
+  const int64_t S = layout == 0 ? xs[0] : xs[1], B = layout == 0 ? xs[1] : xs[0], I = xs[2];
+  const int64_t H = rs[2];
+  if (at.has("hidden_size") && at.get<int64_t>("hidden_size") != H)
+    fail(op + ": hidden_size " + std::to_string(at.get<int64_t>("hidden_size")) + " disagrees with R's shape " + shape_str(rs));
+  if (ws[0] != D || ws[1] != G * H || ws[2] != I) fail(op + ": W has shape " + shape_str(ws) + ", expected [" +
+                                                       std::to_string(D) + "," + std::to_string(G * H) + "," +
+                                                       std::to_string(I) + "]");
+  if (rs[0] != D || rs[1] != G * H) fail(op + ": R has shape " + shape_str(rs));
+  const bool has_clip = at.has("clip");
+  const double clip = has_clip ? at.get<float>("clip") : 0;
+  if (has_clip && clip <= 0) fail(op + ": clip must be > 0");
+  const bool lbr = cell == Cell::kGru && at.get<int64_t>("linear_before_reset") != 0;
+  const bool input_forget = cell == Cell::kLstm && at.get<int64_t>("input_forget") != 0;
+  std::vector<Act> acts = parse_activations(at, cell, D, op);
+  const size_t per = default_activations(cell).size();
+
+  std::vector<double> x = doubles_of(X, op), w = doubles_of(W, op), r = doubles_of(R, op);
+  std::vector<double> bias(static_cast<size_t>(D) * 2 * G * H, 0.0);
+  if (ctx.input(3).present()) {
+    oph::TensorRef bt = input(ctx, 3, op);
+    if (bt.size() != bias.size()) fail(op + ": B must be [num_directions, " + std::to_string(2 * G * H) + "]");
+    bias = doubles_of(bt, op);
+  }
+  std::vector<int64_t> seq(B, S);
+  if (ctx.input(4).present()) {
+    oph::TensorRef st = input(ctx, 4, op);
+    if (st.size() != static_cast<size_t>(B)) fail(op + ": sequence_lens must have batch_size values");
+    for (int64_t b = 0; b < B; ++b) {
+      seq[b] = st.dtype() == i32 ? static_cast<const int32_t*>(st.data())[b] : static_cast<const int64_t*>(st.data())[b];
+      if (seq[b] < 0 || seq[b] > S) fail(op + ": sequence_lens[" + std::to_string(b) + "] is out of range");
+    }
+  }
+  // State layout in the tensors: layout 0 [D, B, H], layout 1 [B, D, H]. Held internally as [D][B][H].
+  auto state_index = [&](int d, int64_t b, int64_t h) {
+    return layout == 0 ? (static_cast<size_t>(d) * B + b) * H + h : (static_cast<size_t>(b) * D + d) * H + h;
+  };
+  std::vector<double> hstate(static_cast<size_t>(D) * B * H, 0.0), cstate(hstate.size(), 0.0);
+  auto load_state = [&](size_t idx, std::vector<double>& dst, const char* what) {
+    if (!ctx.input(idx).present()) return;
+    oph::TensorRef t = input(ctx, idx, op);
+    if (t.size() != dst.size()) fail(op + ": " + what + " has the wrong number of values");
+    std::vector<double> v = doubles_of(t, op);
+    for (int d = 0; d < D; ++d)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h) dst[(static_cast<size_t>(d) * B + b) * H + h] = v[state_index(d, b, h)];
+  };
+  load_state(5, hstate, "initial_h");
+  std::vector<double> peep(static_cast<size_t>(D) * 3 * H, 0.0);
+  if (cell == Cell::kLstm) {
+    load_state(6, cstate, "initial_c");
+    if (ctx.input(7).present()) {
+      oph::TensorRef pt = input(ctx, 7, op);
+      if (pt.size() != peep.size()) fail(op + ": P must be [num_directions, " + std::to_string(3 * H) + "]");
+      peep = doubles_of(pt, op);
+    }
+  }
+
+  const int64_t ys_l0[4] = {S, D, B, H}, ys_l1[4] = {B, S, D, H};
+  const int64_t hs_l0[3] = {D, B, H}, hs_l1[3] = {B, D, H};
+  oph::TensorRef Y = ensure_output(ctx, 0, layout == 0 ? std::span<const int64_t>(ys_l0) : std::span<const int64_t>(ys_l1), op);
+  std::vector<double> yv(static_cast<size_t>(S) * D * B * H, 0.0);
+  auto y_index = [&](int64_t t, int d, int64_t b, int64_t h) {
+    return layout == 0 ? ((static_cast<size_t>(t) * D + d) * B + b) * H + h
+                       : ((static_cast<size_t>(b) * S + t) * D + d) * H + h;
+  };
+  auto x_at = [&](int64_t t, int64_t b, int64_t i) {
+    return x[layout == 0 ? (static_cast<size_t>(t) * B + b) * I + i : (static_cast<size_t>(b) * S + t) * I + i];
+  };
+  auto clipv = [&](double v) { return has_clip ? std::max(-clip, std::min(clip, v)) : v; };
+
+  std::vector<double> gx(G * H), gh(G * H), hnew(H), cnew(H);
+  for (int d = 0; d < D; ++d) {
+    const bool reverse = dir == "reverse" || d == 1;
+    const double* Wd = w.data() + static_cast<size_t>(d) * G * H * I;
+    const double* Rd = r.data() + static_cast<size_t>(d) * G * H * H;
+    const double* Wb = bias.data() + static_cast<size_t>(d) * 2 * G * H;
+    const double* Rb = Wb + G * H;
+    const double* Pd = peep.data() + static_cast<size_t>(d) * 3 * H;
+    const Act* f = &acts[d * per];
+    for (int64_t b = 0; b < B; ++b) {
+      double* hs = hstate.data() + (static_cast<size_t>(d) * B + b) * H;
+      double* cs = cstate.data() + (static_cast<size_t>(d) * B + b) * H;
+      for (int64_t step = 0; step < seq[b]; ++step) {
+        const int64_t t = reverse ? seq[b] - 1 - step : step;
+        // gx = W x_t + Wb ; gh = R h_{t-1} + Rb (per gate row).
+        for (int64_t g = 0; g < G * H; ++g) {
+          double sx = Wb[g], sh = Rb[g];
+          for (int64_t i = 0; i < I; ++i) sx += Wd[g * I + i] * x_at(t, b, i);
+          for (int64_t k = 0; k < H; ++k) sh += Rd[g * H + k] * hs[k];
+          gx[g] = sx;
+          gh[g] = sh;
+        }
+        if (cell == Cell::kRnn) {
+          for (int64_t h = 0; h < H; ++h) hnew[h] = f[0](clipv(gx[h] + gh[h]));
+        } else if (cell == Cell::kGru) {
+          // Gate order z, r, h.
+          for (int64_t h = 0; h < H; ++h) {
+            const double z = f[0](clipv(gx[h] + gh[h]));
+            const double rr = f[0](clipv(gx[H + h] + gh[H + h]));
+            double pre;
+            if (lbr) {
+              pre = gx[2 * H + h] + rr * gh[2 * H + h];
+            } else {
+              double s = Rb[2 * H + h];
+              for (int64_t k = 0; k < H; ++k) s += Rd[(2 * H + h) * H + k] * (rr * hs[k]);
+              pre = gx[2 * H + h] + s;
+            }
+            const double hh = f[1](clipv(pre));
+            hnew[h] = (1 - z) * hh + z * hs[h];
+          }
+        } else {
+          // Gate order i, o, f, c; peepholes P = [Pi, Po, Pf].
+          for (int64_t h = 0; h < H; ++h) {
+            const double ig = f[0](clipv(gx[h] + gh[h] + Pd[h] * cs[h]));
+            const double fg = input_forget ? 1 - ig : f[0](clipv(gx[2 * H + h] + gh[2 * H + h] + Pd[2 * H + h] * cs[h]));
+            const double cg = f[1](clipv(gx[3 * H + h] + gh[3 * H + h]));
+            const double c = fg * cs[h] + ig * cg;
+            const double og = f[0](clipv(gx[H + h] + gh[H + h] + Pd[H + h] * c));
+            cnew[h] = c;
+            hnew[h] = og * f[2](c);
+          }
+          std::copy(cnew.begin(), cnew.end(), cs);
+        }
+        std::copy(hnew.begin(), hnew.end(), hs);
+        for (int64_t h = 0; h < H; ++h) yv[y_index(t, d, b, h)] = hs[h];
+      }
+    }
+  }
+  auto store = [&](const oph::TensorRef& out, const std::vector<double>& v) {
+    dispatch_float(out.dtype(), op, [&]<class T>(std::type_identity<T>) {
+      T* p = static_cast<T*>(out.data());
+      for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<T>(v[i]);
+    });
+  };
+  if (Y.present()) store(Y, yv);
+  for (size_t o = 1; o < (cell == Cell::kLstm ? 3u : 2u); ++o) {
+    oph::TensorRef out = ensure_output(ctx, o, layout == 0 ? std::span<const int64_t>(hs_l0) : std::span<const int64_t>(hs_l1), op);
+    if (!out.present()) continue;
+    const std::vector<double>& src = o == 1 ? hstate : cstate;
+    std::vector<double> v(src.size());
+    for (int d = 0; d < D; ++d)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h) v[state_index(d, b, h)] = src[(static_cast<size_t>(d) * B + b) * H + h];
+    store(out, v);
+  }
+}
+
+void register_rnn(oph::Pack& pack) {
+  for (Cell cell : {Cell::kRnn, Cell::kGru, Cell::kLstm}) {
+    for (int since : {7, 14}) {
+      const bool has_layout = since >= 14;
+      auto& b = pack.op(kDomain, cell_name(cell))
+                    .versions(since, since == 7 ? 13 : OPH_OPSET_MAX)
+                    .doc("recurrent layer (reference loops)")
+                    .input("X", "T")
+                    .input("W", "T")
+                    .input("R", "T")
+                    .optional_input("B", "T")
+                    .optional_input("sequence_lens", "T1")
+                    .optional_input("initial_h", "T");
+      if (cell == Cell::kLstm) b.optional_input("initial_c", "T").optional_input("P", "T");
+      b.output("Y", "T", OPH_ARITY_OPTIONAL).output("Y_h", "T", OPH_ARITY_OPTIONAL);
+      if (cell == Cell::kLstm) b.output("Y_c", "T", OPH_ARITY_OPTIONAL);
+      b.optional_attr("activation_alpha", OPH_ATTR_FLOATS)
+          .optional_attr("activation_beta", OPH_ATTR_FLOATS)
+          .optional_attr("activations", OPH_ATTR_STRINGS)
+          .optional_attr("clip", OPH_ATTR_FLOAT)
+          .attr("direction", std::string("forward"))
+          .optional_attr("hidden_size", OPH_ATTR_INT);
+      if (has_layout) b.attr("layout", int64_t{0});
+      if (cell == Cell::kGru) b.attr("linear_before_reset", int64_t{0});
+      if (cell == Cell::kLstm) b.attr("input_forget", int64_t{0});
+      add_types(b, "T", kFloat);
+      b.types("T1", {i32});
+      b.infer([cell, has_layout](oph::InferContext& c) { rnn_infer(c, cell, has_layout); })
+          .compute([cell, has_layout](oph::KernelContext& ctx) { rnn_compute(ctx, cell, has_layout); });
+    }
+  }
+}
+
+}  // namespace
+
+static const Family kFamily("rnn", &register_rnn);
+
+}  // namespace onnx_core
