@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -19,12 +20,15 @@ int cmd_bench(int argc, char** argv) {
   bool random = false;
   int warmup = 5, iterations = 0;
   double seconds = 2.0;
+  bool bandwidth = false;
   po::options_description visible("Options");
   visible.add_options()("help,h", "show this help")(
       "warmup", po::value(&warmup)->default_value(5), "untimed runs first")(
       "iterations,n", po::value(&iterations)->default_value(0), "timed runs (0: run for --time seconds)")(
       "time", po::value(&seconds)->default_value(2.0), "time budget in seconds when --iterations is 0")(
-      "json", po::value(&json_out), "also write the results as JSON to FILE (- for stdout)");
+      "json", po::value(&json_out), "also write the results as JSON to FILE (- for stdout)")(
+      "bandwidth", po::bool_switch(&bandwidth),
+      "also report GB/s moved (input + output bytes per run) against a memcpy of the same bytes measured now");
   add_input_options(visible, inputs, random, shapes);
   add_common_options(visible, common);
   po::options_description all;
@@ -87,6 +91,27 @@ int cmd_bench(int argc, char** argv) {
               per_run_allocs, static_cast<long long>(st.max_bytes_in_use), plan.arena_bytes, plan.lower_bound,
               plan.planned ? "" : ", shapes dynamic: not planned");
   finish_profile(*session, common);
+  double model_gbs = 0, memcpy_gbs = 0;
+  if (bandwidth) {
+    // Bytes an elementwise model must move: every input read once, every output written once.
+    size_t moved = 0, largest = 0;
+    for (const NamedTensor& f : feeds) moved += f.tensor.nbytes(), largest = std::max(largest, f.tensor.nbytes());
+    for (const NamedTensor& o : outputs) moved += o.tensor.nbytes();
+    // Baseline: memcpy of the largest input (read + write = 2x its bytes), median of as many runs.
+    std::vector<char> src(largest, 1), dst(largest, 0);
+    std::vector<double> cp;
+    for (int i = 0; i < std::max(5, static_cast<int>(ms.size())); ++i) {
+      auto a = clock::now();
+      std::memcpy(dst.data(), src.data(), largest);
+      cp.push_back(std::chrono::duration<double>(clock::now() - a).count());
+      src[static_cast<size_t>(i) % largest] = static_cast<char>(i);  // keep the copies observable
+    }
+    std::sort(cp.begin(), cp.end());
+    memcpy_gbs = 2.0 * static_cast<double>(largest) / cp[cp.size() / 2] / 1e9;
+    model_gbs = static_cast<double>(moved) / (q(0.5) / 1e3) / 1e9;
+    std::printf("bandwidth: model %.2f GB/s (%zu bytes in+out per run), memcpy %.2f GB/s (same run), ratio %.2f\n",
+                model_gbs, moved, memcpy_gbs, model_gbs / memcpy_gbs);
+  }
   if (!json_out.empty()) {
     nlohmann::json j = {{"model", model},
                         {"nodes", nodes},
@@ -101,6 +126,8 @@ int cmd_bench(int argc, char** argv) {
                         {"per_node_ns", nodes ? q(0.5) * 1e6 / static_cast<double>(nodes) : 0.0},
                         {"jitter_p99_p50", q(0.99) / q(0.5)},
                         {"allocations_per_run", per_run_allocs},
+                        {"bandwidth_gbs", model_gbs},
+                        {"memcpy_gbs", memcpy_gbs},
                         {"pool", {{"num_allocs", st.num_allocs},
                                   {"num_reserves", st.num_reserves},
                                   {"max_bytes_in_use", st.max_bytes_in_use},
