@@ -37,6 +37,8 @@ inline constexpr const char* kDomain = "";
 // Type sets.
 inline const std::vector<oph_dtype> kFloat = {f32, f64};
 inline const std::vector<oph_dtype> kNumeric = {f32, f64, i32, i64};
+// Every real numeric type (arithmetic ops from opset 14, Clip 12+, Pow 15's exponent).
+inline const std::vector<oph_dtype> kNumericAll = {f32, f64, i8, i16, i32, i64, u8, u16, u32, u64};
 // Every fixed-size dtype: data-movement ops (Identity, Reshape, Transpose, ...) are byte copies.
 inline const std::vector<oph_dtype> kAll = {f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, boolean};
 
@@ -98,6 +100,21 @@ void dispatch_numeric(oph_dtype d, const std::string& op, F&& f) {
   else if (d == f64) f(std::type_identity<double>{});
   else if (d == i32) f(std::type_identity<int32_t>{});
   else if (d == i64) f(std::type_identity<int64_t>{});
+  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
+}
+// dispatch_numeric plus the 8/16-bit and unsigned integer types (kNumericAll).
+template <class F>
+void dispatch_numeric_all(oph_dtype d, const std::string& op, F&& f) {
+  if (d == f32) f(std::type_identity<float>{});
+  else if (d == f64) f(std::type_identity<double>{});
+  else if (d == i32) f(std::type_identity<int32_t>{});
+  else if (d == i64) f(std::type_identity<int64_t>{});
+  else if (d == i8) f(std::type_identity<int8_t>{});
+  else if (d == i16) f(std::type_identity<int16_t>{});
+  else if (d == u8) f(std::type_identity<uint8_t>{});
+  else if (d == u16) f(std::type_identity<uint16_t>{});
+  else if (d == u32) f(std::type_identity<uint32_t>{});
+  else if (d == u64) f(std::type_identity<uint64_t>{});
   else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
 }
 template <class F>

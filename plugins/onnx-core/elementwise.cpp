@@ -70,7 +70,7 @@ void binary_compute(const oph::KernelContext& ctx, const std::string& op) {
   const oph::SmallShape oshape = oph::broadcast_small(a.shape(), b.shape());  // no allocation on the hot path
   oph::TensorRef y = ensure_output(ctx, 0, oshape.span(), op);
   if (!y.present()) return;
-  dispatch_numeric(a.dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_numeric_all(a.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* pb = static_cast<const T*>(b.data());
     if constexpr (std::is_same_v<Op, DivOp> && std::is_integral_v<T>) {
       for (size_t i = 0, n = b.size(); i < n; ++i)
@@ -85,7 +85,7 @@ template <class Op>
 void register_binary(oph::Pack& pack, const char* name, const char* doc) {
   std::string op = name;
   // Opset 7 introduced multidirectional broadcasting (no broadcast/axis attributes); 13 and 14 only add
-  // dtypes (bfloat16, 8/16-bit integers) that we do not serve, so one registration covers [7, max].
+  // dtypes (bfloat16, 8/16-bit integers), so one registration covers [7, max] with every real numeric type.
   oph::OpBuilder& b = pack.op(kDomain, name)
                           .versions(7, OPH_OPSET_MAX)
                           .doc(doc)
@@ -95,7 +95,7 @@ void register_binary(oph::Pack& pack, const char* name, const char* doc) {
                           .infer([op](oph::InferContext& c) { binary_infer(c, op); })
                           .compute([op](oph::KernelContext& ctx) { binary_compute<Op>(ctx, op); })
                           .may_inplace(0, 0);
-  add_types(b, "T", kNumeric);
+  add_types(b, "T", kNumericAll);
 }
 
 void pow_compute(const oph::KernelContext& ctx) {
@@ -105,7 +105,7 @@ void pow_compute(const oph::KernelContext& ctx) {
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
   if (!y.present()) return;
   dispatch_numeric(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
-    dispatch_numeric(e.dtype(), op, [&]<class T1>(std::type_identity<T1>) {
+    dispatch_numeric_all(e.dtype(), op, [&]<class T1>(std::type_identity<T1>) {
       binary_apply(ctx, static_cast<const T*>(x.data()), x.shape(), static_cast<const T1*>(e.data()), e.shape(),
                    static_cast<T*>(y.data()), std::span<const int64_t>(oshape),
                    [](T a, T1 b) { return pow_one<T, T1>(a, b); });
@@ -149,7 +149,7 @@ void register_elementwise(oph::Pack& pack) {
                             .infer([](oph::InferContext& c) { pow_infer(c, false); })
                             .compute(pow_compute);
     add_types(b, "T", kNumeric);
-    add_types(b, "T1", kNumeric);
+    add_types(b, "T1", kNumericAll);
   }
 }
 

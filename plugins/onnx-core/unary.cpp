@@ -129,7 +129,7 @@ void clip11_compute(const oph::KernelContext& ctx) {
   oph::TensorRef x = input(ctx, 0, "Clip");
   oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "Clip");
   if (!y.present()) return;
-  dispatch_numeric(x.dtype(), "Clip", [&]<class T>(std::type_identity<T>) {
+  dispatch_numeric_all(x.dtype(), "Clip", [&]<class T>(std::type_identity<T>) {
     T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
     auto bound = [&](size_t i, T& v, const char* what) {
       oph::TensorRef r = ctx.input(i);
@@ -222,7 +222,7 @@ void register_unary(oph::Pack& pack) {
     add_types(b, "T", kFloat);
   }
   register_clip11(pack, 11, 11, kFloat);
-  register_clip11(pack, 12, OPH_OPSET_MAX, kNumeric);  // 12 added integer types
+  register_clip11(pack, 12, OPH_OPSET_MAX, kNumericAll);  // 12 added the integer types
 }
 
 static const Family kFamily("unary", &register_unary);
