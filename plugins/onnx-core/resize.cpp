@@ -1,4 +1,5 @@
-// onnx-core: Resize (opsets 10, 11-12, 13-17, 18, 19+): modes nearest and linear (N-linear, any rank), every
+// onnx-core: Resize (opsets 10, 11-12, 13-17, 18, 19+): modes nearest, linear (N-linear) and cubic (11+, Keys
+// kernel with cubic_coeff_a and exclude_outside), any rank, every
 // coordinate_transformation_mode and nearest_mode; axes and keep_aspect_ratio_policy (18+). Coordinates are
 // computed in float, as ONNX Runtime does, so that nearest-neighbour picks agree at the rounding edges.
 #include "common.hpp"
@@ -8,7 +9,7 @@
 namespace onnx_core {
 namespace {
 
-enum class Mode { kNearest, kLinear };
+enum class Mode { kNearest, kLinear, kCubic };
 enum class Ctm { kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNn, kTfCropAndResize };
 enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
 enum class Aspect { kStretch, kNotLarger, kNotSmaller };
@@ -20,6 +21,8 @@ struct ResizeAttrs {
   Nearest nearest = Nearest::kRoundPreferFloor;
   Aspect aspect = Aspect::kStretch;
   float extrapolation = 0.f;
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;
   std::vector<int64_t> axes;
 };
 
@@ -30,8 +33,9 @@ ResizeAttrs read_resize_attrs(const oph::Attrs& at, int version) {
   std::string mode = at.get<std::string>("mode");
   if (mode == "nearest") a.mode = Mode::kNearest;
   else if (mode == "linear") a.mode = Mode::kLinear;
-  else if (mode == "cubic") fail(op + ": mode 'cubic' is not supported by onnx-core (nearest and linear are)", OPH_CODE_UNIMPLEMENTED);
+  else if (mode == "cubic") a.mode = Mode::kCubic;
   else fail(op + ": mode '" + mode + "' is not one of nearest, linear, cubic");
+  if (version < 11 && a.mode == Mode::kCubic) fail(op + ": mode 'cubic' needs opset 11 or later");
   if (version < 11) {
     // Opset 10 behaves like Upsample: asymmetric coordinates; nearest truncates (rounds up when downsampling,
     // like ONNX Runtime).
@@ -57,7 +61,8 @@ ResizeAttrs read_resize_attrs(const oph::Attrs& at, int version) {
   a.extrapolation = at.get<float>("extrapolation_value");
   int64_t exclude = at.get<int64_t>("exclude_outside");
   if (exclude != 0 && exclude != 1) fail(op + ": exclude_outside must be 0 or 1");
-  (void)at.get<float>("cubic_coeff_a");  // only used by cubic
+  a.exclude_outside = exclude == 1;
+  a.cubic_a = at.get<float>("cubic_coeff_a");
   if (version >= 18) {
     if (at.get<int64_t>("antialias") != 0 && a.mode != Mode::kNearest)
       fail(op + ": antialias=1 is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
@@ -236,64 +241,89 @@ inline int64_t nearest_index(Nearest m, float v, float scale) {
   return 0;
 }
 
-// Per-axis taps: for each output index, up to two (input index, weight) pairs; `outside` marks extrapolation.
+// Per-axis taps: for each output index, K (input index, weight) pairs (K = 1 nearest, 2 linear, 4 cubic);
+// `outside` marks extrapolation (tf_crop_and_resize).
 struct AxisTaps {
-  std::vector<int64_t> i0, i1;
-  std::vector<float> w0, w1;
+  int K = 1;
+  std::vector<int64_t> idx;  // len_out * K
+  std::vector<float> w;      // len_out * K
   std::vector<uint8_t> outside;
   bool identity = false;  // out == in and the mapping is the identity
 };
 
+// Keys cubic convolution weights for the 4 neighbours x0-1 .. x0+2 of a source coordinate whose distance to x0
+// is `ratio` in (0, 1] (ONNX's reference prefers the left pixel: an integer coordinate has ratio 1).
+inline void cubic_weights(float ratio, float A, float* w) {
+  auto far = [A](float d) { return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A; };      // 1 <= d < 2
+  auto near = [A](float d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };           // 0 <= d < 1
+  w[0] = far(ratio + 1);
+  w[1] = near(ratio);
+  w[2] = near(1 - ratio);
+  w[3] = far(2 - ratio);
+}
+
 AxisTaps axis_taps(const ResizeAttrs& a, int64_t len_in, int64_t len_out, float scale, float rs, float re) {
   AxisTaps t;
-  t.i0.resize(len_out);
-  t.i1.resize(len_out);
-  t.w0.resize(len_out);
-  t.w1.resize(len_out);
+  t.K = a.mode == Mode::kNearest ? 1 : a.mode == Mode::kLinear ? 2 : 4;
+  const int K = t.K;
+  t.idx.assign(static_cast<size_t>(len_out) * K, 0);
+  t.w.assign(static_cast<size_t>(len_out) * K, 0.f);
   t.outside.assign(len_out, 0);
   bool ident = len_in == len_out;
   if (ident && scale == 1.f && a.ctm != Ctm::kTfCropAndResize) {
     // An axis that is not resized is copied, whatever the transform (as ONNX Runtime does; the literal
     // tf_half_pixel_for_nn + ceil formula would shift it by one).
     for (int64_t o = 0; o < len_out; ++o) {
-      t.i0[o] = t.i1[o] = o;
-      t.w0[o] = 1;
-      t.w1[o] = 0;
+      t.idx[o * K] = o;
+      t.w[o * K] = 1;
     }
     t.identity = true;
     return t;
   }
   for (int64_t o = 0; o < len_out; ++o) {
+    int64_t* ii = &t.idx[o * K];
+    float* ww = &t.w[o * K];
     float v = source_coord(a.ctm, static_cast<float>(o), scale, len_in, len_out, rs, re);
     if (a.ctm == Ctm::kTfCropAndResize && (v < 0 || v > static_cast<float>(len_in - 1))) {
       t.outside[o] = 1;
-      t.i0[o] = t.i1[o] = 0;
-      t.w0[o] = 1;
-      t.w1[o] = 0;
+      ww[0] = 1;
       ident = false;
       continue;
     }
     if (a.mode == Mode::kNearest) {
       int64_t i = nearest_index(a.nearest, v, scale);
-      i = std::clamp<int64_t>(i, 0, len_in - 1);
-      t.i0[o] = t.i1[o] = i;
-      t.w0[o] = 1;
-      t.w1[o] = 0;
-    } else {
+      ii[0] = std::clamp<int64_t>(i, 0, len_in - 1);
+      ww[0] = 1;
+    } else if (a.mode == Mode::kLinear) {
       v = std::clamp(v, 0.f, static_cast<float>(len_in - 1));
       int64_t x0 = std::min<int64_t>(static_cast<int64_t>(v), len_in - 1);
       int64_t x1 = std::min<int64_t>(x0 + 1, len_in - 1);
       float d = v - static_cast<float>(x0);
-      t.i0[o] = x0;
-      t.i1[o] = x1;
-      t.w0[o] = 1 - d;
-      t.w1[o] = d;
-      if (x0 == x1) {
-        t.w0[o] = 1;
-        t.w1[o] = 0;
+      ii[0] = x0;
+      ii[1] = x1;
+      ww[0] = x0 == x1 ? 1 : 1 - d;
+      ww[1] = x0 == x1 ? 0 : d;
+    } else {
+      // Cubic: neighbours x0-1 .. x0+2 (edge-clamped indices), optionally renormalised without the outside ones.
+      float fl = std::floor(v);
+      int64_t x0 = static_cast<int64_t>(fl);
+      float ratio = v - fl;
+      if (ratio == 0.f) {
+        ratio = 1.f;
+        x0 -= 1;
       }
+      cubic_weights(ratio, a.cubic_a, ww);
+      float sum = 0;
+      for (int k = 0; k < 4; ++k) {
+        int64_t src = x0 - 1 + k;
+        if (a.exclude_outside && (src < 0 || src >= len_in)) ww[k] = 0;
+        sum += ww[k];
+        ii[k] = std::clamp<int64_t>(src, 0, len_in - 1);
+      }
+      if (a.exclude_outside && sum != 0)
+        for (int k = 0; k < 4; ++k) ww[k] /= sum;
     }
-    if (t.i0[o] != o || t.w0[o] != 1) ident = false;
+    if (ii[0] != o || ww[0] != 1 || (K > 1 && ww[1] != 0)) ident = false;
   }
   t.identity = ident;
   return t;
@@ -338,15 +368,24 @@ void resize_run(const oph::KernelContext& ctx, const ResizeAttrs& a, const Resiz
         const AxisTaps& t = taps[k];
         const int64_t o = idx[k];
         if (t.outside[o]) outside = true;
-        if (t.w1[o] == 0) {
-          for (auto& off : offs) off += t.i0[o] * istride[k];
+        const int64_t* ti = &t.idx[o * t.K];
+        const float* tw = &t.w[o * t.K];
+        int used = 1;  // taps with a weight (the first always counts)
+        for (int q = 1; q < t.K; ++q)
+          if (tw[q] != 0) used = q + 1;
+        if (used == 1) {
+          for (auto& off : offs) off += ti[0] * istride[k];
         } else {
-          size_t n = offs.size();
+          const size_t n = offs.size();
+          for (int q = 1; q < used; ++q) {
+            for (size_t j = 0; j < n; ++j) {
+              offs.push_back(offs[j] + ti[q] * istride[k]);
+              wts.push_back(wts[j] * tw[q]);
+            }
+          }
           for (size_t j = 0; j < n; ++j) {
-            offs.push_back(offs[j] + t.i1[o] * istride[k]);
-            wts.push_back(wts[j] * t.w1[o]);
-            offs[j] += t.i0[o] * istride[k];
-            wts[j] *= t.w0[o];
+            offs[j] += ti[0] * istride[k];
+            wts[j] *= tw[0];
           }
         }
       }
@@ -357,14 +396,19 @@ void resize_run(const oph::KernelContext& ctx, const ResizeAttrs& a, const Resiz
       }
       if (nearest) {
         const T* xr = x + offs[0];
-        const int64_t* ii = last.i0.data();
+        const int64_t* ii = last.idx.data();
         for (int64_t o = 0; o < W; ++o) yr[o] = xr[ii[o]];
       } else {
+        const int K = last.K;
         for (int64_t o = 0; o < W; ++o) {
+          const int64_t* ii = &last.idx[o * K];
+          const float* ww = &last.w[o * K];
           float s = 0;
           for (size_t j = 0; j < offs.size(); ++j) {
             const T* xr = x + offs[j];
-            s += wts[j] * (last.w0[o] * static_cast<float>(xr[last.i0[o]]) + last.w1[o] * static_cast<float>(xr[last.i1[o]]));
+            float inner = 0;
+            for (int q = 0; q < K; ++q) inner += ww[q] * static_cast<float>(xr[ii[q]]);
+            s += wts[j] * inner;
           }
           yr[o] = static_cast<T>(s);
         }
@@ -416,7 +460,7 @@ struct ResizeKernel {
 
 template <int kVersion>
 void add_resize(oph::Pack& pack, int since, int until) {
-  auto& b = pack.op(kDomain, "Resize").versions(since, until).doc("resize: nearest and linear interpolation");
+  auto& b = pack.op(kDomain, "Resize").versions(since, until).doc("resize: nearest, linear and cubic interpolation");
   b.input("X", "T1", OPH_ARITY_SINGLE);
   if (kVersion < 11) {
     b.input("scales", "T2", OPH_ARITY_SINGLE, OPH_MEMORY_HOST);
