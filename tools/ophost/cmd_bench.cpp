@@ -21,7 +21,7 @@ int cmd_bench(int argc, char** argv) {
   int warmup = 5, iterations = 0;
   double seconds = 2.0;
   bool bandwidth = false;
-  po::options_description visible("Options");
+  po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")(
       "warmup", po::value(&warmup)->default_value(5), "untimed runs first")(
       "iterations,n", po::value(&iterations)->default_value(0), "timed runs (0: run for --time seconds)")(

@@ -11,7 +11,7 @@ int cmd_inspect(int argc, char** argv) {
   std::string model;
   std::vector<std::string> shapes;
   bool memory = false;
-  po::options_description visible("Options");
+  po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")("memory", po::bool_switch(&memory),
                                                     "print the static memory plan: planned peak vs lower bound")(
       "shape", po::value(&shapes)->composing(), "NAME=D0,D1,...: shape of an input with unknown dims (for --memory)");

@@ -16,7 +16,7 @@ int cmd_pack_manifest(int argc, char** argv) {
   std::string library, kind, out;
   ManifestExtras extras;
   std::string log_level;
-  po::options_description visible("Options");
+  po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")(
       "library", po::value(&library)->required(), "the built plugin library (.so)")(
       "kind", po::value(&kind)->required(), "operator-pack or device-backend")(

@@ -9,7 +9,7 @@ namespace ophost::cli {
 int cmd_plugins(int argc, char** argv) {
   CommonOptions common;
   bool verbose = false;
-  po::options_description visible("Options");
+  po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")("verbose,v", po::bool_switch(&verbose),
                                                     "also list every op and device, and the search roots");
   add_common_options(visible, common);

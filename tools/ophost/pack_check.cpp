@@ -636,7 +636,7 @@ int cmd_pack_check(int argc, char** argv) {
   std::string dir_arg, log_level;
   uint32_t seed = 1;
   bool no_run = false;
-  po::options_description visible("Options");
+  po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")("seed", po::value(&seed)->default_value(1),
                                                        "seed of the random inputs")(
       "no-run", po::bool_switch(&no_run), "skip the run check (definitions only)")(
