@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 namespace ophost {
 
@@ -108,6 +109,8 @@ alignas(64) unsigned char g_empty_buffer[64];
 
 BoundRun::~BoundRun() {
   if (pool && arena) pool->unreserve(arena, arena_bytes);
+  for (auto& [dev, a] : device_arenas)
+    if (a.base) a.pool->unreserve(a.base, a.bytes);
 }
 
 std::shared_ptr<ExecPlan> Session::Impl::make_plan(std::vector<std::vector<int64_t>> input_shapes,
@@ -127,6 +130,7 @@ std::shared_ptr<ExecPlan> Session::Impl::make_plan(std::vector<std::vector<int64
   std::vector<int> root(values.size(), -1);
   std::vector<PlanBuffer> buffers;
   std::vector<int> buffer_of(values.size(), -1);
+  std::vector<std::string> buffer_device;  // per buffer
   auto bytes_of = [&](int v) { return static_cast<size_t>(shape_numel(plan->meta[v].shape)) * dtype_size(plan->meta[v].dtype); };
   for (size_t ni = 0; ni < nodes.size(); ++ni) {
     const PreparedNode& pn = nodes[ni];
@@ -147,21 +151,35 @@ std::shared_ptr<ExecPlan> Session::Impl::make_plan(std::vector<std::vector<int64
         if (std::count(pn.inputs.begin(), pn.inputs.end(), in) != 1) continue;
         shared = buffer_of[in];
       }
-      if (shared >= 0) {
+      if (shared >= 0 && buffer_device[shared] == values[v].device) {
         buffer_of[v] = shared;
         buffers[shared].last = std::max(buffers[shared].last, last);
         ++plan->inplace;
       } else {
         buffer_of[v] = static_cast<int>(buffers.size());
         buffers.push_back({bytes_of(v), static_cast<int>(ni), last});
+        buffer_device.push_back(values[v].device);
       }
     }
   }
-  MemoryPlan mp = plan_memory(buffers);
+  // One arena per device: plan each device's buffers on their own.
+  std::map<std::string, std::vector<size_t>> by_device;
+  for (size_t b = 0; b < buffers.size(); ++b) by_device[buffer_device[b]].push_back(b);
+  std::vector<size_t> buffer_offset(buffers.size(), 0);
+  for (const auto& [dev, ids] : by_device) {
+    std::vector<PlanBuffer> sub;
+    for (size_t b : ids) sub.push_back(buffers[b]);
+    MemoryPlan mp = plan_memory(sub);
+    for (size_t k = 0; k < ids.size(); ++k) buffer_offset[ids[k]] = mp.offsets[k];
+    if (dev == "cpu") {
+      plan->arena_bytes = mp.peak;
+      plan->lower_bound = mp.lower_bound;
+    } else {
+      plan->device_arena_bytes[dev] = mp.peak;
+    }
+  }
   for (size_t v = 0; v < values.size(); ++v)
-    if (buffer_of[v] >= 0) plan->offset[v] = mp.offsets[buffer_of[v]];
-  plan->arena_bytes = mp.peak;
-  plan->lower_bound = mp.lower_bound;
+    if (buffer_of[v] >= 0) plan->offset[v] = buffer_offset[buffer_of[v]];
   plan->placed = static_cast<size_t>(std::count_if(buffer_of.begin(), buffer_of.end(), [](int b) { return b >= 0; }));
   plan->planned = true;
   if (inter_op) compute_dependencies(*this, *plan);
@@ -191,20 +209,30 @@ std::unique_ptr<BoundRun> Session::Impl::bind(const ExecPlan& plan) {
     }
     r->arena = pool->reserve(plan.arena_bytes, what);
   }
+  for (const auto& [dev, bytes] : plan.device_arena_bytes) {
+    MemoryPool* dp = device_pools.at(dev).get();
+    r->device_arenas[dev] = {dp, bytes ? dp->reserve(bytes, "arena on " + dev + " for " + model.path.string()) : nullptr,
+                             bytes};
+  }
   r->tensors.resize(values.size());
   for (size_t v = 0; v < values.size(); ++v) {
     oph_tensor& t = r->tensors[v];
     const ValueMeta& m = plan.meta[v];
     if (values[v].constant) {
       t = values[v].constant->view();
+      if (values[v].device_constant) {  // uploaded to a device at load
+        t.data = values[v].device_constant;
+        t.device = {values[v].dl_type, 0};
+      }
       continue;
     }
     t = oph_tensor{};
-    t.device = {OPH_DL_CPU, 0};
+    t.device = {values[v].dl_type, 0};
     t.dtype = to_dl(m.dtype);
     t.ndim = static_cast<int32_t>(m.shape.size());
     t.shape = const_cast<int64_t*>(m.shape.data());  // the plan outlives its bound runs; nobody writes shapes
-    if (plan.offset[v] != std::numeric_limits<size_t>::max()) t.data = static_cast<char*>(r->arena) + plan.offset[v];
+    char* base = static_cast<char*>(values[v].device == "cpu" ? r->arena : r->device_arenas.at(values[v].device).base);
+    if (plan.offset[v] != std::numeric_limits<size_t>::max()) t.data = base + plan.offset[v];
     if (!t.data && shape_numel(m.shape) == 0) t.data = g_empty_buffer;
   }
   size_t nin = 0, nout = 0;
@@ -227,7 +255,7 @@ std::unique_ptr<BoundRun> Session::Impl::bind(const ExecPlan& plan) {
     c.num_outputs = pn.outputs.size();
     c.outputs = r->output_ptrs.data() + r->output_ptrs.size();
     for (int v : pn.outputs) r->output_ptrs.push_back(v < 0 ? nullptr : &r->tensors[v]);
-    c.device = {OPH_DL_CPU, 0};
+    c.device = {pn.dl_type, 0};
     c.allocate_output = &planned_allocate_output_cb;  // every shape is planned: only checks the request
   }
   r->bound.resize(input_values.size());
@@ -452,6 +480,11 @@ void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<Name
 
 void Session::Impl::run_generic(const std::vector<ValueMeta>& meta_values, const std::vector<const Tensor*>& bound,
                                 std::vector<NamedTensor>& outputs) {
+  if (copy_count || !device_pools.empty()) {
+    throw Error(Code::kUnimplemented, model.path.string() + ": some shapes are only known while running, and device "
+                                      "placement needs a static memory plan; give the inputs fixed shapes or run on "
+                                      "cpu only");
+  }
   const std::vector<ValueMeta>* meta = &meta_values;
   int64_t allocs = 0;
   RunState st;

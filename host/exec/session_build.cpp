@@ -1,5 +1,6 @@
 // Session construction: graph passes -> resolve -> validate (arity, attributes, types) -> infer -> create kernels.
 #include "exec/parallel.hpp"
+#include "exec/placement.hpp"
 #include "exec/session_impl.hpp"
 #include "passes/passes.hpp"
 #include "registry/registry.hpp"
@@ -398,6 +399,7 @@ size_t resolve_graph(Session::Impl* s, const OpRegistry& registry, const std::ve
     }
     pn.op = entry->op;
     pn.entry = entry;
+    pn.device = entry->device;
     std::string where = entry->source.plugin ? entry->source.plugin->library_path().string()
                                              : entry->source.manifest_path.string();
     pn.label = file + ": node '" + n.name + "' (" + op_id(n) + ", opset " + std::to_string(opset) + ") from pack '" +
@@ -550,8 +552,9 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
 std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> plugins, const OpRegistry& registry,
                                              Model model, const SessionOptions& options,
                                              const UnloadedHint& unloaded_hint) {
-  std::vector<std::string> devices = options.devices;
-  if (devices.empty()) devices = {"cpu"};
+  // Devices: the preference list (default cpu); a requested device without a usable backend is an error.
+  const std::map<std::string, DeviceTarget> targets = device_targets(plugins.get());
+  const std::vector<std::string> devices = placement_order(options.devices, targets);
 
   // Graph passes on the IR, before anything is resolved against it.
   PassOptions popts;
@@ -565,6 +568,28 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
   const Model& m = s->model;
   const std::string file = m.path.string();
   const size_t folded_constants = resolve_graph(s.get(), registry, devices, unloaded_hint);
+  for (PreparedNode& pn : s->nodes) pn.dl_type = targets.at(pn.device).dl_type;
+  s->release_device_memory = [impl = s.get(), targets] { free_device_constants(*impl, targets); };
+  insert_copies(*s, targets);
+  for (const auto& [type, t] : targets) {
+    if (type == "cpu" || !t.usable) continue;
+    bool used = std::any_of(s->values.begin(), s->values.end(), [&](const ValueSlot& v) { return v.device == type; });
+    if (!used) continue;
+    RawAllocator dev_raw;
+    dev_raw.device = type;
+    const oph_device_backend_def* d = t.backend;
+    dev_raw.alloc = [d, type](size_t bytes, size_t alignment) -> void* {
+      void* p = nullptr;
+      oph_status* st = d->alloc(d->backend, 0, bytes, alignment, &p);
+      if (st) {
+        spdlog::error("{} backend alloc of {} bytes failed: {}", type, bytes, consume_status(st));
+        return nullptr;
+      }
+      return p;
+    };
+    dev_raw.free = [d](void* p) { d->free(d->backend, 0, p); };
+    s->device_pools[type] = std::make_unique<MemoryPool>(std::move(dev_raw), options.mem_limit);
+  }
 
   // Shapes from the declared graph inputs.
   std::vector<ValueMeta> declared = declared_inputs(m);
@@ -649,7 +674,7 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     a.num_attrs = pn.attrs.values.size();
     a.attrs = pn.attrs.values.data();
     a.node_name = pn.node->name.c_str();
-    a.device = {OPH_DL_CPU, 0};
+    a.device = {pn.dl_type, 0};
     throw_if_error(guarded_create_kernel(pn, &a, &pn.state), pn.label + ": create_kernel failed");
   }
   spdlog::log(g_quiet_build ? spdlog::level::debug : spdlog::level::info, "session: {} nodes resolved, {} Constant nodes turned into values, {} values, {} inputs, {} outputs ({})",
@@ -663,6 +688,10 @@ Session::Impl::~Impl() {
     if (pn.state && pn.op->destroy_kernel) pn.op->destroy_kernel(pn.state);
     pn.state = nullptr;
   }
+  // Bound runs hold device arenas from the pools: drop them before the pools and uploaded constants go.
+  static_exec.reset();
+  last_exec.reset();
+  if (release_device_memory) release_device_memory();
 }
 
 }  // namespace ophost

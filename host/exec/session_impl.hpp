@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <map>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -41,6 +42,11 @@ struct ValueSlot {
   bool graph_output = false;
   int last_use = -1;                 // index of the last node that reads it
   std::vector<int> consumers;
+  // Where the value lives: "cpu" (host memory) or a device type; dl_type is its DLPack device type.
+  std::string device = "cpu";
+  int32_t dl_type = OPH_DL_CPU;
+  // A constant uploaded to a device at load (`constant` still points to its host copy, for infer()).
+  void* device_constant = nullptr;
 };
 
 // Resolved attribute values of one node, in the op's schema order (points into the Model and into this
@@ -61,6 +67,9 @@ struct PreparedNode {
   void* state = nullptr;
   std::string label;         // "node 'n' (domain::op, opset 13) from pack 'p' (path)"
   std::unique_ptr<std::mutex> serialize;  // set when the op asks for OPH_OP_FLAG_SERIALIZE_COMPUTE
+  std::string device = "cpu";              // where the kernel runs (placement)
+  int32_t dl_type = OPH_DL_CPU;
+  bool is_copy = false;                    // a Copy node inserted at a device boundary
 };
 
 struct ExecPlan;
@@ -76,6 +85,12 @@ struct BoundRun {
   std::vector<oph_tensor*> output_ptrs;        // all nodes' outputs, flat
   std::vector<oph_compute_context> calls;      // per node
   std::vector<const Tensor*> bound;            // graph inputs of the current run
+  struct DeviceArena {
+    MemoryPool* pool;
+    void* base;
+    size_t bytes;
+  };
+  std::map<std::string, DeviceArena> device_arenas;  // non-cpu devices
   BoundRun() = default;
   BoundRun(const BoundRun&) = delete;
   BoundRun& operator=(const BoundRun&) = delete;
@@ -92,6 +107,7 @@ struct ExecPlan {
   size_t lower_bound = 0;
   size_t placed = 0;
   size_t inplace = 0;
+  std::map<std::string, size_t> device_arena_bytes;  // non-cpu devices: arena size (offsets are per device)
   std::mutex free_mutex;
   std::vector<std::unique_ptr<BoundRun>> free_runs;
   // Parallel mode: data edges plus the edges that keep shared arena memory safe (a value's buffer is reused only
@@ -112,6 +128,12 @@ struct Session::Impl {
   std::shared_ptr<const PluginSet> plugins;  // keeps the libraries loaded while the session lives
   Model model;
   std::deque<Tensor> constants;  // values computed at load (Constant nodes); ValueSlot::constant points here
+  // Placement: Copy nodes (their Node records and states), device pools, and what frees uploaded constants.
+  std::deque<Node> synthetic_nodes;
+  std::vector<std::shared_ptr<void>> copy_states;
+  size_t copy_count = 0;
+  std::map<std::string, std::unique_ptr<MemoryPool>> device_pools;  // per non-cpu device
+  std::function<void()> release_device_memory;
   std::vector<ValueSlot> values;
   std::vector<PreparedNode> nodes;
   std::vector<ValueInfo> input_infos, output_infos;

@@ -237,6 +237,13 @@ MemoryStats Session::memory_stats() const {
   return s;
 }
 size_t Session::node_count() const noexcept { return impl_->nodes.size(); }
+size_t Session::copy_count() const noexcept { return impl_->copy_count; }
+std::map<std::string, size_t> Session::nodes_per_device() const {
+  std::map<std::string, size_t> m;
+  for (const PreparedNode& pn : impl_->nodes)
+    if (!pn.is_copy) ++m[pn.device];
+  return m;
+}
 
 MemoryPlanReport Session::memory_plan(const std::vector<std::vector<int64_t>>& input_shapes) const {
   if (input_shapes.size() != impl_->input_values.size()) {

@@ -38,6 +38,9 @@ int cmd_inspect(int argc, char** argv) {
   for (const ValueInfo& v : session->outputs())
     std::cout << "output " << v.name << ": " << dtype_name(v.dtype) << " " << shape_to_string(v.shape) << "\n";
   std::cout << "nodes: " << session->node_count() << " (Constant nodes folded at load not counted)\n";
+  std::cout << "placement:";
+  for (const auto& [dev, n] : session->nodes_per_device()) std::cout << " " << n << " on " << dev << ",";
+  std::cout << " " << session->copy_count() << " Copy nodes at device boundaries\n";
   if (memory) {
     // Feed shapes: declared ones, overridden by --shape; every dim must be known.
     std::vector<NamedTensor> feeds = prepare_inputs(*session, {}, true, shapes);

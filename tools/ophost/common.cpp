@@ -107,6 +107,10 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "intra-op threads offered to kernels as parallel_for (0 = hardware concurrency)")
       ("mem-limit", po::value(&opts.mem_limit)->default_value(0),
        "bytes the session's memory pool may take (0 = no limit); exceeding it is an out-of-memory error")
+      ("device", po::value(&opts.device),
+       "device preference list, e.g. cuda,cpu: each node runs on the first device with a kernel for it; Copy "
+       "nodes are inserted at device boundaries (default: cpu). A listed device without a usable backend is an "
+       "error")
       ("execution-mode", po::value(&opts.execution_mode)->default_value("sequential"),
        "sequential (prepared calls in order) or parallel (independent nodes on --inter-op-threads)")
       ("inter-op-threads", po::value(&opts.inter_op_threads)->default_value(0),
@@ -153,6 +157,14 @@ SessionOptions session_options(const CommonOptions& opts) {
   SessionOptions s;
   s.mem_limit = opts.mem_limit;
   s.profile = !opts.profile.empty();
+  for (size_t pos = 0; !opts.device.empty() && pos <= opts.device.size();) {
+    size_t comma = opts.device.find(',', pos);
+    std::string d = opts.device.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (d.empty()) throw po::error("--device: empty device name in '" + opts.device + "'");
+    s.devices.push_back(d);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
   if (opts.execution_mode == "parallel") {
     s.execution_mode = SessionOptions::ExecutionMode::kParallel;
   } else if (opts.execution_mode != "sequential") {

@@ -21,6 +21,7 @@ struct CommonOptions {
   int threads = 0;
   size_t mem_limit = 0;
   std::string profile;  // --profile FILE.json
+  std::string device;  // --device cuda,cpu
   std::string execution_mode = "sequential";
   int inter_op_threads = 0;
   int opt_level = 3;                         // --opt-level 0..3

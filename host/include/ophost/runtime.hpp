@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -169,6 +170,11 @@ class Session {
   // Runtime writes them: cat, name "<node>_kernel_time", ph, ts, dur, args.op_name, args.provider,
   // args.input_type_shape, args.output_type_shape) and returns per-op-type totals, largest first.
   std::vector<OpProfile> write_profile(const std::filesystem::path& file) const;
+
+  // Placement: nodes per device (Copy nodes excluded) and the number of Copy nodes inserted at device
+  // boundaries (constants uploaded at load are not copies).
+  std::map<std::string, size_t> nodes_per_device() const;
+  size_t copy_count() const noexcept;
 
   // Number of nodes that run (Constant nodes folded at load excluded).
   size_t node_count() const noexcept;
