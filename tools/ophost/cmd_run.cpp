@@ -40,7 +40,7 @@ int cmd_run(int argc, char** argv) {
   bool random = false;
   bool check_numerics = false;
   uint64_t max_tensor_bytes = SessionOptions{}.max_tensor_bytes;
-  po::options_description visible("Options");
+  po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")(
       "output-dir", po::value(&output_dir), "write each output to DIR/<output name>.npy")(
       "check-numerics", po::bool_switch(&check_numerics),
