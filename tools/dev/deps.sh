@@ -12,8 +12,9 @@ packages=(
   libdnnl-dev libhwy-dev
   clang-14 libclang-rt-14-dev  # libFuzzer targets (tools/dev/fuzz.sh)
   python3 python3-onnx python3-numpy
-  # GPU backends (issue: CUDA and HIP backends) add hipcc and libamdhip64-dev here; CUDA comes from
-  # /usr/local/cuda when present. Both are skipped at configure time when their toolkit is missing.
+  # GPU backends: HIP from Debian (hipcc, libamdhip64-dev); CUDA comes from /usr/local/cuda when present.
+  # Each is skipped at configure time when its toolkit is missing (docs/gpu.md).
+  hipcc libamdhip64-dev
 )
 
 missing=()
