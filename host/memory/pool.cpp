@@ -23,7 +23,16 @@ MemoryPool::MemoryPool(RawAllocator raw, size_t bytes_limit) : raw_(std::move(ra
   stats_.bytes_limit = static_cast<int64_t>(bytes_limit);
 }
 
+void MemoryPool::reserve_ahead(size_t bytes) {
+  std::lock_guard lock(mutex_);
+  if (ahead_ || bytes == 0) return;
+  ahead_ = raw_alloc(bytes, "--mem-pool-size reservation");
+  ahead_bytes_ = bytes;
+  ++stats_.num_reserves;
+}
+
 MemoryPool::~MemoryPool() {
+  if (ahead_) raw_.free(ahead_);
   for (auto& [cls, blocks] : cache_)
     for (void* p : blocks) raw_.free(p);
 }
@@ -48,7 +57,16 @@ void* MemoryPool::raw_alloc(size_t bytes, const std::string& what) {
 
 void* MemoryPool::reserve(size_t bytes, const std::string& what) {
   std::lock_guard lock(mutex_);
-  void* p = raw_alloc(std::max<size_t>(bytes, 64), what);
+  void* p = nullptr;
+  if (ahead_ && !ahead_in_use_ && bytes <= ahead_bytes_) {
+    ahead_in_use_ = true;
+    p = ahead_;
+    ++stats_.num_allocs;
+    stats_.bytes_in_use += static_cast<int64_t>(bytes);
+    stats_.max_bytes_in_use = std::max(stats_.max_bytes_in_use, stats_.bytes_in_use);
+    return p;
+  }
+  p = raw_alloc(std::max<size_t>(bytes, 64), what);
   ++stats_.num_reserves;
   ++stats_.num_allocs;
   stats_.bytes_in_use += static_cast<int64_t>(bytes);
@@ -59,6 +77,11 @@ void* MemoryPool::reserve(size_t bytes, const std::string& what) {
 void MemoryPool::unreserve(void* p, size_t bytes) {
   if (!p) return;
   std::lock_guard lock(mutex_);
+  if (p == ahead_) {  // back to the block reserved ahead; it stays with the pool
+    ahead_in_use_ = false;
+    stats_.bytes_in_use -= static_cast<int64_t>(bytes);
+    return;
+  }
   raw_.free(p);
   stats_.bytes_in_use -= static_cast<int64_t>(bytes);
   stats_.total_allocated_bytes -= static_cast<int64_t>(std::max<size_t>(bytes, 64));

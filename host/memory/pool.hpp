@@ -34,6 +34,9 @@ class MemoryPool {
   // An arena of `bytes` for a static plan (counted in num_reserves). `what` names the user in errors.
   // Throws Error(kResourceExhausted) past bytes_limit, naming `what` and the sizes.
   void* reserve(size_t bytes, const std::string& what);
+  // Takes `bytes` from the device now (--mem-pool-size): later arena reservations that fit are served from this
+  // block while it is free, without going back to the device.
+  void reserve_ahead(size_t bytes);
   void unreserve(void* p, size_t bytes);
   // Size-class cached allocation (rounded up to a power of two >= 256 bytes); cached blocks are reused.
   void* allocate(size_t bytes, const std::string& what);
@@ -51,6 +54,9 @@ class MemoryPool {
   std::map<size_t, std::vector<void*>> cache_;  // size class -> free blocks
   std::map<void*, size_t> live_;                // block -> size class
   size_t cached_bytes_ = 0;
+  void* ahead_ = nullptr;  // block reserved ahead
+  size_t ahead_bytes_ = 0;
+  bool ahead_in_use_ = false;
 };
 
 }  // namespace ophost

@@ -105,6 +105,8 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "let a later pack override an op another pack already serves (logged)")
       ("threads", po::value(&opts.threads)->default_value(0),
        "intra-op threads offered to kernels as parallel_for (0 = hardware concurrency)")
+      ("mem-pool-size", po::value(&opts.mem_pool_size)->default_value(0),
+       "bytes the memory pool reserves at session start; arenas for later input shapes that fit reuse them")
       ("mem-limit", po::value(&opts.mem_limit)->default_value(0),
        "bytes the session's memory pool may take (0 = no limit); exceeding it is an out-of-memory error")
       ("device", po::value(&opts.device),
@@ -156,6 +158,7 @@ RuntimeOptions runtime_options(const CommonOptions& opts) {
 SessionOptions session_options(const CommonOptions& opts) {
   SessionOptions s;
   s.mem_limit = opts.mem_limit;
+  s.mem_pool_size = opts.mem_pool_size;
   s.profile = !opts.profile.empty();
   for (size_t pos = 0; !opts.device.empty() && pos <= opts.device.size();) {
     size_t comma = opts.device.find(',', pos);

@@ -20,6 +20,7 @@ struct CommonOptions {
   bool allow_op_override = false;
   int threads = 0;
   size_t mem_limit = 0;
+  size_t mem_pool_size = 0;
   std::string profile;  // --profile FILE.json
   std::string device;  // --device cuda,cpu
   std::string execution_mode = "sequential";

@@ -83,6 +83,9 @@ struct SessionOptions {
   std::vector<std::string> devices;
   // Pool limit in bytes (0 = none): exceeding it is a clear out-of-memory error naming the node and sizes.
   size_t mem_limit = 0;
+  // Bytes the CPU pool reserves at session start (0 = just the static plan's arena): arenas of later input
+  // shapes that fit are served from it without asking the device again.
+  size_t mem_pool_size = 0;
   // Record every node's kernel time (Chrome trace, ONNX Runtime's field names); see Session::write_profile.
   bool profile = false;
   // Sequential walks the prepared calls in order (lowest overhead). Parallel runs independent nodes on

@@ -953,12 +953,12 @@ class Pack {
       // One library image can be handed to several hosts (several Runtimes in one process share the dlopen
       // handle): they share one Pack, destroyed when the last of them releases it.
       std::lock_guard<std::mutex> lock(instance_mutex());
-      auto& slot = instance();
+      Pack*& slot = instance();
       if (!slot) {
         auto pack = std::make_unique<Pack>(name, version);
         define(*pack);
         pack->finish();
-        slot = std::move(pack);
+        slot = pack.release();  // owned through the slot until the last release
       }
       ++references();
       *out_info = &slot->info_;
@@ -966,8 +966,10 @@ class Pack {
   }
 
  private:
-  static std::unique_ptr<Pack>& instance() {
-    static std::unique_ptr<Pack> pack;
+  // A plain pointer, not a static unique_ptr: statics of the library are destroyed at exit, possibly before a
+  // host releases the pack, and a trivially destructible slot cannot be destroyed twice.
+  static Pack*& instance() {
+    static Pack* pack = nullptr;
     return pack;
   }
   static size_t& references() {
@@ -980,7 +982,10 @@ class Pack {
   }
   static void release(void*) {
     std::lock_guard<std::mutex> lock(instance_mutex());
-    if (references() > 0 && --references() == 0) instance().reset();
+    if (references() > 0 && --references() == 0) {
+      std::unique_ptr<Pack> owned(instance());
+      instance() = nullptr;
+    }
   }
 
   void finish() {
