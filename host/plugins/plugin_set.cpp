@@ -274,6 +274,13 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
     throw fail(Code::kFailedPrecondition, "cannot load " + library.string() + ": " + dlerror_text(e.what(), library));
   }
 
+  // OPHOST_PLUGINS_NODELETE=1 (the sanitizer runs set it): the library stays mapped after it is released, so
+  // LeakSanitizer sees the globals of the plugin and of its dependencies (oneDNN, libgomp) at exit and
+  // symbolizes the stacks of real leaks instead of reporting "<unknown module>" allocations of unloaded code.
+  if (const char* nd = std::getenv("OPHOST_PLUGINS_NODELETE"); nd && std::string_view(nd) == "1") {
+    ::dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);  // pins the loaded copy; not a new load
+  }
+
   // Entry symbol.
   if (!lp->library_.has(OPH_PLUGIN_ENTRY_SYMBOL)) {
     throw fail(Code::kFailedPrecondition,
