@@ -267,5 +267,18 @@ TEST(Execution, TwoRuntimesShareLoadedPacks) {
   EXPECT_NO_THROW(third.session->run(third.inputs));
 }
 
+
+TEST(Execution, MemPoolSizeReservesAheadAndArenasReuseIt) {
+  SessionOptions o;
+  o.mem_pool_size = 1 << 20;
+  Example e = load_example("mixed_small", o);
+  e.session->run(e.inputs);
+  e.session->run(e.inputs);
+  MemoryStats st = e.session->memory_stats();
+  EXPECT_EQ(st.num_reserves, 1) << "the static arena must come out of the block reserved ahead";
+  EXPECT_EQ(st.total_allocated_bytes, 1 << 20);
+  EXPECT_GT(st.max_bytes_in_use, 0);
+}
+
 }  // namespace
 }  // namespace ophost::itest
