@@ -25,6 +25,9 @@ void dispatch_reduce(oph_dtype d, const std::string& op, F&& f) {
   else if (d == u8) f(std::type_identity<uint8_t>{});
   else if (d == i16) f(std::type_identity<int16_t>{});
   else if (d == u16) f(std::type_identity<uint16_t>{});
+  // bool (one byte holding 0 or 1): only ReduceMax/ReduceMin 20+ accept it, where max is OR and min is AND,
+  // exactly the uint8 reduction.
+  else if (d == boolean) f(std::type_identity<uint8_t>{});
   else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
 }
 
@@ -327,10 +330,17 @@ void register_reductions(oph::Pack& pack) {
                   {"ReduceSumSquare", Kind::kSumSquare}};
   for (const R& r : rs) {
     const auto& types = (r.kind == Kind::kMax || r.kind == Kind::kMin) ? minmax : base;
-    // 1-10: non-negative axes; 11-17: negative axes allowed; 18+: axes as an input.
+    // 1-10: non-negative axes; 11-17: negative axes allowed; 18+: axes as an input; ReduceMax/Min 20 add bool.
     register_reduce(pack, r.name, r.kind, 1, 10, false, types);
     register_reduce(pack, r.name, r.kind, 11, 17, false, types);
-    register_reduce(pack, r.name, r.kind, 18, OPH_OPSET_MAX, true, types);
+    if (r.kind == Kind::kMax || r.kind == Kind::kMin) {
+      std::vector<oph_dtype> with_bool = types;
+      with_bool.push_back(boolean);
+      register_reduce(pack, r.name, r.kind, 18, 19, true, types);
+      register_reduce(pack, r.name, r.kind, 20, OPH_OPSET_MAX, true, with_bool);
+    } else {
+      register_reduce(pack, r.name, r.kind, 18, OPH_OPSET_MAX, true, types);
+    }
   }
   register_reduce(pack, "ReduceSum", Kind::kSum, 1, 10, false, base);
   register_reduce(pack, "ReduceSum", Kind::kSum, 11, 12, false, base);

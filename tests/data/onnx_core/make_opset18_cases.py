@@ -44,8 +44,6 @@ RTOL, ATOL = 1e-4, 1e-5
 KNOWN_GAPS = {
     "dft20_axis_input": ("no loaded pack provides",
                          "onnx-core registers DFT [17-19] only; DFT-20 moved axis (and dft_length) to inputs"),
-    "reducemax20_bool": ("is bool but the op accepts", "ReduceMax-20 added bool; the onnx-core kernel has no bool"),
-    "reducemin20_bool": ("is bool but the op accepts", "ReduceMin-20 added bool; the onnx-core kernel has no bool"),
 }
 
 
