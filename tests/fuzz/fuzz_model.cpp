@@ -10,7 +10,10 @@
 #include <span>
 
 namespace {
-std::unique_ptr<ophost::Runtime> g_runtime;
+// Never destroyed: at exit the packs' own static objects (the SDK C++ layer keeps each pack's plugin info in a
+// function-local static) are destroyed before a static Runtime would be, and release() would read freed
+// memory (found by this target on its first run; reported against the SDK). Reachable, so not a leak.
+ophost::Runtime* g_runtime = nullptr;
 }
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -25,7 +28,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   o.use_default_plugin_dir = false;
   o.plugin_paths = {dir};
   o.intra_op_threads = 1;
-  g_runtime = std::make_unique<ophost::Runtime>(o);
+  g_runtime = new ophost::Runtime(o);
   if (g_runtime->plugins().empty()) {
     std::fprintf(stderr, "ophost_fuzz_model: no plugins found in %s\n", dir);
     std::abort();

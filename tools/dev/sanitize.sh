@@ -31,6 +31,7 @@ case "$kind" in
     ctest --preset asan --output-on-failure -j"$jobs" --timeout 900 "$@"
     ;;
   tsan)
+    export OPHOST_PLUGINS_NODELETE=1  # suppressions name libgomp/libdnnl: they must stay mapped
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=${here}/tools/dev/tsan.supp:report_signal_unsafe=0"
     cmake --preset tsan >/dev/null
     cmake --build --preset tsan -j"$jobs" --target ophost_unit_tests ophost_integration_tests
