@@ -169,6 +169,13 @@ Manifest parse_manifest(std::string_view text, const fs::path& path, std::string
     }
     p.fail("manifest is not valid JSON at line " + std::to_string(line) + ":" + std::to_string(col) + ": " +
            detail);
+  } catch (const json::exception& e) {
+    // e.g. out_of_range.406 "number overflow parsing '2147483647e8767'" (found by the manifest fuzz target)
+    std::string detail = e.what();
+    if (auto pos = detail.find("] "); pos != std::string::npos && detail.rfind("[json.exception", 0) == 0) {
+      detail = detail.substr(pos + 2);
+    }
+    p.fail("manifest is not valid JSON: " + detail);
   }
   if (!doc.is_object()) p.fail("the manifest must be a JSON object, got " + Parser::type_name(doc));
 
