@@ -571,7 +571,9 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
   for (PreparedNode& pn : s->nodes) pn.dl_type = targets.at(pn.device).dl_type;
   s->release_device_memory = [impl = s.get(), targets] { free_device_constants(*impl, targets); };
   insert_copies(*s, targets);
-  for (const auto& [type, t] : targets) {
+  for (const auto& target : targets) {  // no structured binding: clang 14 cannot capture one in a lambda
+    const auto& type = target.first;
+    const auto& t = target.second;
     if (type == "cpu" || !t.usable) continue;
     bool used = std::any_of(s->values.begin(), s->values.end(), [&](const ValueSlot& v) { return v.device == type; });
     if (!used) continue;
