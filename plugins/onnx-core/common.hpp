@@ -167,6 +167,7 @@ inline std::vector<int64_t> read_ints(const oph_tensor* t, const std::string& op
   size_t n = oph::numel({t->shape, static_cast<size_t>(t->ndim)});
   const char* base = static_cast<const char*>(t->data) + t->byte_offset;
   std::vector<int64_t> v(n);
+  if (n == 0) return v;  // (an empty tensor may have a NULL data pointer)
   if (t->dtype == i64) std::memcpy(v.data(), base, n * sizeof(int64_t));
   else if (t->dtype == i32)
     for (size_t k = 0; k < n; ++k) v[k] = reinterpret_cast<const int32_t*>(base)[k];

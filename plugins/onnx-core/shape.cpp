@@ -38,7 +38,8 @@ std::vector<int64_t> reshape_shape(std::span<const int64_t> in, const std::vecto
     }
     out[k] = d;
     if (d < 0) prod_known = false;
-    else known_prod *= d;
+    else if (__builtin_mul_overflow(known_prod, d, &known_prod))
+      fail("Reshape: shape " + shape_str(req) + " has more elements than int64 can count");
   }
   if (allowzero && has_zero && infer_at >= 0)
     fail("Reshape: with allowzero=1 the shape may not contain both 0 and -1");
