@@ -512,14 +512,14 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
     }
   };
   h.infer_shapes = [&registry, devices](const Model& model) {
-    std::map<std::string, std::vector<int64_t>> shapes;
+    std::map<std::string, InferredValue> shapes;
     try {
       auto s = std::make_unique<Session::Impl>();
       s->model = model;  // tensors are shared, not copied
       resolve_graph(s.get(), registry, devices, {});
       std::vector<ValueMeta> meta = s->infer_all(declared_inputs(s->model));
       for (size_t v = 0; v < s->values.size(); ++v)
-        if (meta[v].rank_known) shapes[s->values[v].name] = meta[v].shape;
+        if (meta[v].rank_known) shapes[s->values[v].name] = {meta[v].shape, meta[v].dtype};
     } catch (const std::exception& e) {
       spdlog::debug("constant-folding: shapes of {} not inferred before folding: {}", model.path.string(), e.what());
       shapes.clear();
@@ -560,6 +560,7 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
   PassOptions popts;
   popts.level = options.opt_level;
   popts.disabled = options.disabled_passes;
+  popts.fold_extra_budget = options.max_fold_bytes;
   run_passes(model, popts, make_pass_hooks(plugins, registry, devices, options));
 
   auto s = std::make_unique<Session::Impl>();

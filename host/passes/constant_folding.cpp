@@ -4,11 +4,19 @@
 //    random (Random*, Multinomial, Bernoulli, Dropout) or that hold subgraphs (If, Loop, Scan);
 //  - Shape and Size of a value whose shape infer() knows completely at load (PassHooks::infer_shapes) fold
 //    without running anything; a symbolic dim (an input declared with dim_param) is never assumed;
-//  - outputs larger than the size cap stay nodes (logged).
+//  - outputs larger than the size cap stay nodes (logged);
+//  - bounded work: the bytes of new constants may not exceed the model's initializer bytes plus an extra budget
+//    (SessionOptions::max_fold_bytes). The total is predicted from the inferred shapes before anything is
+//    computed (a model over budget is rejected before any large allocation) and checked again as nodes are
+//    evaluated (for outputs whose shapes were not known up front).
 // Folding Shape can make more shapes known (Shape -> Gather -> Concat -> Reshape): the pass repeats, up to a few
 // rounds, while a round folded something and Shape/Size nodes remain.
 #include "passes/graph_util.hpp"
 #include "passes/passes.hpp"
+
+#include "model/model.hpp"
+
+#include <ophost/error.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -52,20 +60,109 @@ std::optional<Tensor> fold_shape_of(const Model& m, const Node& n, const std::ve
   return t;
 }
 
+bool is_shape_node(const Node& n) {
+  return n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size") && n.inputs.size() == 1 &&
+         n.outputs.size() == 1;
+}
+
+bool fully_known(const std::vector<int64_t>& dims) {
+  return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
+}
+
+// Bytes of a value of these dims and type; nullopt when unknown or when the count overflows.
+std::optional<uint64_t> value_bytes(const InferredValue& v) {
+  if (v.dtype == DType::kUndefined || v.dtype == DType::kString || !fully_known(v.dims)) return std::nullopt;
+  uint64_t n = dtype_size(v.dtype);
+  for (int64_t d : v.dims)
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) return std::nullopt;
+  return n;
+}
+
+// Bounded work: new constants may take the initializers' bytes plus `extra`.
+class FoldBudget {
+ public:
+  FoldBudget(const Model& m, uint64_t extra) : file_(m.path.string()), extra_(extra) {
+    for (const auto& [name, t] : m.initializers) initializers_ += t.nbytes();
+    limit_ = initializers_ + extra_;
+  }
+  // Counts `bytes` more for `n`; throws when that crosses the budget. `predicted`: said before computing.
+  void add(const Node& n, uint64_t bytes, size_t nodes_before, bool predicted) {
+    if (bytes <= limit_ && used_ <= limit_ - bytes) {
+      used_ += bytes;
+      return;
+    }
+    throw Error(Code::kResourceExhausted,
+                file_ + ": constant folding " + (predicted ? "would create" : "created") + " " +
+                    format_bytes(used_) + " in " + std::to_string(nodes_before) + " nodes, and node '" + n.name +
+                    "' (" + n.op_type + ") would add " + format_bytes(bytes) + ": over the budget of " +
+                    format_bytes(limit_) + " (the model's initializers, " + format_bytes(initializers_) +
+                    ", plus " + format_bytes(extra_) +
+                    " from SessionOptions::max_fold_bytes / ophost --max-fold-bytes). Raise --max-fold-bytes, or "
+                    "load with --disable-pass constant-folding (those nodes then run at every run)");
+  }
+
+ private:
+  std::string file_;
+  uint64_t extra_, initializers_ = 0, limit_ = 0, used_ = 0;
+};
+
+// What folding would create, from the inferred shapes alone: every node that would fold (all inputs constant
+// or folded before it, or Shape/Size of a known shape) counts its outputs' bytes, unless they are over the
+// per-node cap (kept as nodes). Nodes whose output sizes are unknown here are checked when evaluated.
+void predict_fold(const Model& m, const std::map<std::string, InferredValue>& info, size_t size_cap,
+                  uint64_t extra) {
+  FoldBudget budget(m, extra);
+  std::set<std::string> constant;
+  for (const auto& [name, t] : m.initializers) constant.insert(name);
+  size_t counted = 0;
+  for (const Node& n : m.nodes) {
+    if (never_fold(n)) continue;
+    bool inputs_constant = std::all_of(n.inputs.begin(), n.inputs.end(),
+                                       [&](const std::string& in) { return in.empty() || constant.count(in); });
+    bool shape_of_known = false;
+    if (is_shape_node(n) && !inputs_constant) {
+      auto it = info.find(n.inputs[0]);
+      shape_of_known = it != info.end() && fully_known(it->second.dims);
+    }
+    if (!inputs_constant && !shape_of_known) continue;
+    uint64_t bytes = 0;
+    bool known = true;
+    for (const std::string& out : n.outputs) {
+      if (out.empty()) continue;
+      auto it = info.find(out);
+      std::optional<uint64_t> b = it == info.end() ? std::nullopt : value_bytes(it->second);
+      if (!b || __builtin_add_overflow(bytes, *b, &bytes)) {
+        known = false;
+        break;
+      }
+    }
+    if (!known || bytes > size_cap) continue;  // evaluated later, or kept as a node
+    for (const std::string& out : n.outputs)
+      if (!out.empty()) constant.insert(out);
+    if (n.op_type == "Constant") continue;  // its bytes are already in the file
+    budget.add(n, bytes, counted++, /*predicted=*/true);
+  }
+}
+
 }  // namespace
 
-PassResult fold_constants(Model& m, const PassHooks& hooks, size_t size_cap) {
+PassResult fold_constants(Model& m, const PassHooks& hooks, size_t size_cap, uint64_t extra_budget) {
   PassResult r{"constant-folding"};
   std::map<std::string, Tensor> known;  // shallow copies of the initializers' buffers
   for (const auto& [name, t] : m.initializers) known.emplace(name, t);
   size_t folded = 0, constants = 0, shapes_folded = 0, too_big = 0, failed = 0;
+  FoldBudget budget(m, extra_budget);
+  std::map<std::string, InferredValue> shapes;
+  if (hooks.infer_shapes) {
+    shapes = hooks.infer_shapes(m);
+    predict_fold(m, shapes, size_cap, extra_budget);
+  }
   for (int round = 0; round < 4; ++round) {
     bool shape_nodes = std::any_of(m.nodes.begin(), m.nodes.end(), [&](const Node& n) {
       return n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size") && n.inputs.size() == 1 &&
              !known.count(n.inputs[0]);
     });
-    std::map<std::string, std::vector<int64_t>> shapes;
-    if (shape_nodes && hooks.infer_shapes) shapes = hooks.infer_shapes(m);
+    if (round > 0 && shape_nodes && hooks.infer_shapes) shapes = hooks.infer_shapes(m);
     size_t folded_this_round = 0;
     std::vector<Node> kept;
     kept.reserve(m.nodes.size());
@@ -74,9 +171,8 @@ PassResult fold_constants(Model& m, const PassHooks& hooks, size_t size_cap) {
       if (!never_fold(n) && (n.op_type == "Shape" || n.op_type == "Size") && n.inputs.size() == 1 &&
           !known.count(n.inputs[0]) && n.outputs.size() == 1) {
         auto it = shapes.find(n.inputs[0]);
-        if (it != shapes.end() &&
-            std::all_of(it->second.begin(), it->second.end(), [](int64_t d) { return d >= 0; })) {
-          if (auto t = fold_shape_of(m, n, it->second)) {
+        if (it != shapes.end() && fully_known(it->second.dims)) {
+          if (auto t = fold_shape_of(m, n, it->second.dims)) {
             outs.emplace();
             outs->push_back(std::move(*t));
             ++shapes_folded;
@@ -96,6 +192,23 @@ PassResult fold_constants(Model& m, const PassHooks& hooks, size_t size_cap) {
             break;
           }
           ins.push_back(&it->second);
+        }
+        // Outputs known to be over the per-node cap are not computed at all.
+        std::optional<uint64_t> predicted = 0;
+        for (const std::string& out : n.outputs) {
+          if (out.empty()) continue;
+          auto it = shapes.find(out);
+          std::optional<uint64_t> b = it == shapes.end() ? std::nullopt : value_bytes(it->second);
+          if (!b || __builtin_add_overflow(*predicted, *b, &*predicted)) {
+            predicted.reset();
+            break;
+          }
+        }
+        if (all_constant && predicted && *predicted > size_cap) {
+          spdlog::info("constant-folding: node '{}' ({}) kept: its outputs would take {} bytes, above the cap of {}",
+                       n.name, n.op_type, *predicted, size_cap);
+          ++too_big;
+          all_constant = false;
         }
         if (all_constant) {
           outs = hooks.evaluate(m, n, ins);
@@ -118,6 +231,11 @@ PassResult fold_constants(Model& m, const PassHooks& hooks, size_t size_cap) {
       if (!outs) {
         kept.push_back(std::move(n));
         continue;
+      }
+      if (!(n.op_type == "Constant" && n.domain.empty())) {
+        size_t bytes = 0;
+        for (const Tensor& t : *outs) bytes += t.nbytes();
+        budget.add(n, bytes, folded + folded_this_round, /*predicted=*/false);
       }
       for (size_t o = 0; o < n.outputs.size(); ++o) {
         if (n.outputs[o].empty()) continue;

@@ -148,7 +148,7 @@ std::vector<PassResult> run_passes(Model& model, const PassOptions& options, con
   spdlog::info("passes: optimisation level {} on {} ({} nodes)", options.level, file, model.nodes.size());
   if (enabled("identity-elimination")) record(eliminate_identities(model));
   if (enabled("dead-node-elimination")) record(eliminate_dead_nodes(model));
-  if (enabled("constant-folding")) record(fold_constants(model, hooks, options.fold_size_cap));
+  if (enabled("constant-folding")) record(fold_constants(model, hooks, options.fold_size_cap, options.fold_extra_budget));
   if (enabled("conv-bn-folding")) record(fold_conv_batchnorm(model));
   if (enabled("conv-affine-folding")) record(fold_conv_affine(model));
   if (enabled("conv-activation-fusion")) record(fuse_conv_activation(model, hooks));

@@ -50,14 +50,20 @@ struct PassResult {
 };
 
 // Hooks that need the operator registry (set up by build_session; tests give fakes).
+// What inference knows of one value before anything runs.
+struct InferredValue {
+  std::vector<int64_t> dims;  // -1 for an unknown dimension
+  DType dtype = DType::kUndefined;
+};
+
 struct PassHooks {
   // Runs one node on constant inputs (inputs[i] null for an absent optional input); nullopt when it cannot.
   std::function<std::optional<std::vector<Tensor>>(const Model& model, const Node& node,
                                                    const std::vector<const Tensor*>& inputs)>
       evaluate;
-  // Shapes the ops' infer() gives every value of `model` from the declared graph inputs (name -> dims, -1 for
-  // unknown; values of unknown rank are absent). Empty when inference fails.
-  std::function<std::map<std::string, std::vector<int64_t>>(const Model& model)> infer_shapes;
+  // Shapes and element types the ops' infer() gives every value of `model` from the declared graph inputs
+  // (name -> dims, -1 for unknown; values of unknown rank are absent). Empty when inference fails.
+  std::function<std::map<std::string, InferredValue>(const Model& model)> infer_shapes;
   // Whether `conv` followed by `activation` may become com.ophost::FusedConv (a pack serves the fused op with
   // OPH_OP_FLAG_ALLOW_FUSION on the device the Conv resolves to, and both nodes' kernels come from that pack or
   // allow fusion themselves).
@@ -68,6 +74,9 @@ struct PassOptions {
   int level = kDefaultOptLevel;
   std::vector<std::string> disabled;  // pass names
   size_t fold_size_cap = size_t{64} << 20;  // bytes: larger constant-folding outputs are kept as nodes
+  // Bytes of new constants folding may create beyond the size of the model's own initializers; a model that
+  // would need more is rejected (SessionOptions::max_fold_bytes).
+  uint64_t fold_extra_budget = uint64_t{64} << 20;
 };
 
 // Runs the enabled passes in order. Throws Error(kInvalidArgument) for an unknown name in options.disabled
@@ -77,7 +86,11 @@ std::vector<PassResult> run_passes(Model& model, const PassOptions& options, con
 // The passes one by one (each returns what it changed; also used by the unit tests).
 PassResult eliminate_identities(Model& model);
 PassResult eliminate_dead_nodes(Model& model);
-PassResult fold_constants(Model& model, const PassHooks& hooks, size_t size_cap = size_t{64} << 20);
+// Throws Error(kResourceExhausted) when the folded constants would take more than the model's initializer bytes
+// plus extra_budget: predicted from the inferred shapes before anything is computed, and checked again as
+// nodes are evaluated.
+PassResult fold_constants(Model& model, const PassHooks& hooks, size_t size_cap = size_t{64} << 20,
+                          uint64_t extra_budget = uint64_t{64} << 20);
 PassResult fold_conv_batchnorm(Model& model);
 PassResult fuse_conv_activation(Model& model, const PassHooks& hooks);
 PassResult fold_conv_affine(Model& model);

@@ -89,6 +89,14 @@ def main():
     save("reshape_overflow", model([helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")],
                                    [f32("x", [4])], [f32("y", None)], [i64_init("s", [1 << 62, 4])]),
          "reshape")
+    # Constant folding beyond its budget: 32 ConstantOfShape of 8 MiB each (every one under the per-node cap,
+    # 256 MiB together, over the default 64 MiB + initializers); refused from the inferred shapes, before any of
+    # them is computed.
+    cos = [helper.make_node("ConstantOfShape", ["s"], ["c%d" % i], name="cos%d" % i) for i in range(32)]
+    save("fold_over_budget", model(cos + [helper.make_node("Identity", ["x"], ["z"], name="id")],
+                                   [f32("x", [1])], [f32("c%d" % i, None) for i in range(32)] + [f32("z", [1])],
+                                   [i64_init("s", [2048, 1024])]),
+         "constant folding would create 64 MiB in 8 nodes, and node 'cos8' (ConstantOfShape) would add 8 MiB")
     # Subgraphs nested 50 deep (If inside If inside ...): refused while parsing or by the depth cap.
     leaf = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="leaf")], "leaf", [], [f32("y", [1])])
     inner = leaf

@@ -143,7 +143,7 @@ TEST(Passes, DeadNodesAndUnreadInitializersGo) {
 // ----- constant-folding -----
 
 // A fake evaluator: Add of two float tensors of equal shape; ConstantOfShape-like "Big" giving a large tensor.
-PassHooks fake_hooks(std::map<std::string, std::vector<int64_t>> shapes = {}) {
+PassHooks fake_hooks(std::map<std::string, InferredValue> shapes = {}) {
   PassHooks h;
   h.evaluate = [](const Model&, const Node& n,
                   const std::vector<const Tensor*>& in) -> std::optional<std::vector<Tensor>> {
@@ -190,6 +190,79 @@ TEST(Passes, RandomOpsAndOutputsOverTheCapAreNotFolded) {
   EXPECT_NE(r.message.find("1 kept over the size cap"), std::string::npos) << r.message;
 }
 
+// Bounded work at load: ten Tile nodes of 4 MiB each (under the 64 MiB per-node cap) against a 16 MiB budget.
+Model tile_chain(int tiles) {
+  Model m = base_model();
+  m.inputs = {vinfo("x", {2})};
+  m.initializers.emplace_back("a", ftensor({2}, {1, 2}));
+  m.initializers.emplace_back("reps", ftensor({2}, {1, 1}));
+  for (int i = 0; i < tiles; ++i) {
+    std::string out = "t" + std::to_string(i);
+    m.nodes.push_back(node("Tile", {"a", "reps"}, {out}, "tile" + std::to_string(i)));
+    m.outputs.push_back(vinfo(out));
+  }
+  return m;
+}
+
+TEST(Passes, FoldingOverTheBudgetIsRejectedBeforeAnythingIsComputed) {
+  Model m = tile_chain(10);
+  std::map<std::string, InferredValue> shapes;
+  for (int i = 0; i < 10; ++i) shapes["t" + std::to_string(i)] = {{1024, 1024}, DType::kFloat32};
+  PassHooks h = fake_hooks(shapes);
+  int evaluated = 0;
+  auto inner = h.evaluate;
+  h.evaluate = [&](const Model& mm, const Node& n, const std::vector<const Tensor*>& in) {
+    ++evaluated;
+    return inner(mm, n, in);
+  };
+  try {
+    fold_constants(m, h, /*size_cap=*/64 << 20, /*extra_budget=*/16 << 20);
+    FAIL() << "expected the fold budget to reject the model";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kResourceExhausted);
+    std::string msg = e.what();
+    // 4 nodes (16 MiB) fit; the fifth crosses the budget.
+    EXPECT_NE(msg.find("test.onnx: constant folding would create 16 MiB in 4 nodes, and node 'tile4' (Tile) "
+                       "would add 4 MiB"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("--max-fold-bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--disable-pass constant-folding"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(evaluated, 0) << "the prediction must reject before any node is computed";
+}
+
+TEST(Passes, FoldingOverTheBudgetIsCaughtWhileEvaluatingWhenShapesAreUnknown) {
+  Model m = tile_chain(10);
+  try {
+    fold_constants(m, fake_hooks(), /*size_cap=*/64 << 20, /*extra_budget=*/16 << 20);
+    FAIL() << "expected the fold budget to reject the model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("constant folding created 16 MiB in 4 nodes, and node 'tile4'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Passes, FoldBudgetGrowsWithTheModelsInitializers) {
+  // 20 MiB of initializers: 16 MiB extra + 20 MiB = 36 MiB, enough for eight 4 MiB tiles.
+  Model m = tile_chain(8);
+  m.initializers.emplace_back("weights", Tensor(DType::kFloat32, {5, 1024, 1024}));
+  PassResult r = fold_constants(m, fake_hooks(), /*size_cap=*/64 << 20, /*extra_budget=*/16 << 20);
+  EXPECT_EQ(r.changed, 8u);
+  EXPECT_TRUE(m.nodes.empty());
+}
+
+TEST(Passes, OutputsKnownToBeOverTheCapAreNotComputed) {
+  Model m = tile_chain(1);
+  PassHooks h = fake_hooks({{"t0", {{1024, 1024}, DType::kFloat32}}});
+  h.evaluate = [](const Model&, const Node& n, const std::vector<const Tensor*>&)
+      -> std::optional<std::vector<Tensor>> { ADD_FAILURE() << "evaluated " << n.name; return std::nullopt; };
+  PassResult r = fold_constants(m, h, /*size_cap=*/1 << 20);
+  EXPECT_EQ(r.changed, 0u);
+  EXPECT_NE(r.message.find("1 kept over the size cap"), std::string::npos) << r.message;
+}
+
 TEST(Passes, ShapeFoldsOnlyWhenTheShapeIsFullyKnown) {
   Model m = base_model();
   m.inputs = {vinfo("x", {2, 3}), vinfo("s", {-1, 3})};
@@ -203,7 +276,7 @@ TEST(Passes, ShapeFoldsOnlyWhenTheShapeIsFullyKnown) {
   m.nodes = {node("Shape", {"x"}, {"y"}), tail, node("Shape", {"s"}, {"sym"}), node("Size", {"x"}, {"n"}),
              node("Neg", {"sym"}, {"unused"})};
   m.outputs.push_back(vinfo("unused"));
-  PassResult r = fold_constants(m, fake_hooks({{"x", {2, 3}}, {"s", {-1, 3}}}));
+  PassResult r = fold_constants(m, fake_hooks({{"x", {{2, 3}, DType::kFloat32}}, {"s", {{-1, 3}, DType::kFloat32}}}));
   EXPECT_EQ(r.changed, 3u);
   EXPECT_EQ(op_types(m), (std::vector<std::string>{"Shape", "Neg"}));  // Shape of the symbolic input stays
   const Tensor* y = init(m, "y");

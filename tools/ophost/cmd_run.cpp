@@ -39,14 +39,11 @@ int cmd_run(int argc, char** argv) {
   std::string output_dir;
   bool random = false;
   bool check_numerics = false;
-  uint64_t max_tensor_bytes = SessionOptions{}.max_tensor_bytes;
   po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")(
       "output-dir", po::value(&output_dir), "write each output to DIR/<output name>.npy")(
       "check-numerics", po::bool_switch(&check_numerics),
-      "fail when a floating-point graph input or output holds a NaN or an infinity (names the value)")(
-      "max-tensor-bytes", po::value(&max_tensor_bytes)->default_value(max_tensor_bytes),
-      "refuse a model whose tensors (initializers, inferred values) would exceed this many bytes");
+      "fail when a floating-point graph input or output holds a NaN or an infinity (names the value)");
   add_input_options(visible, inputs, random, shapes);
   add_common_options(visible, common);
   po::options_description all;
@@ -66,7 +63,6 @@ int cmd_run(int argc, char** argv) {
   auto t1 = std::chrono::steady_clock::now();
   SessionOptions session_opts = session_options(common);
   session_opts.check_numerics = check_numerics;
-  session_opts.max_tensor_bytes = max_tensor_bytes;
   auto session = runtime.load(model, session_opts);
   auto t2 = std::chrono::steady_clock::now();
 

@@ -125,6 +125,11 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
       ("disable-pass", po::value(&opts.disabled_passes)->composing(),
        "pass not to run (repeatable): identity-elimination, dead-node-elimination, constant-folding, "
        "conv-bn-folding, conv-activation-fusion, conv-affine-folding")
+      ("max-tensor-bytes", po::value(&opts.max_tensor_bytes)->default_value(opts.max_tensor_bytes),
+       "refuse a model whose tensors (initializers, inferred values) would exceed this many bytes")
+      ("max-fold-bytes", po::value(&opts.max_fold_bytes)->default_value(opts.max_fold_bytes),
+       "bytes of new constants constant folding may create beyond the model's own initializers; a model that "
+       "would need more is refused at load")
       ("log-level", po::value(&opts.log_level),
        "trace, debug, info, warn, error or off (default: $OPHOST_LOG_LEVEL or warn)");
 }
@@ -178,6 +183,8 @@ SessionOptions session_options(const CommonOptions& opts) {
   if (opts.opt_level < 0 || opts.opt_level > 3) throw po::error("--opt-level must be 0, 1, 2 or 3");
   s.opt_level = opts.opt_level;
   s.disabled_passes = opts.disabled_passes;
+  s.max_tensor_bytes = opts.max_tensor_bytes;
+  s.max_fold_bytes = opts.max_fold_bytes;
   return s;
 }
 

@@ -27,9 +27,11 @@ struct CommonOptions {
   int inter_op_threads = 0;
   int opt_level = 3;                         // --opt-level 0..3
   std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable)
+  uint64_t max_tensor_bytes = SessionOptions{}.max_tensor_bytes;  // --max-tensor-bytes
+  uint64_t max_fold_bytes = SessionOptions{}.max_fold_bytes;      // --max-fold-bytes
 };
 
-// Adds --plugin-path, --disable-plugin, --allow-op-override, --log-level.
+// Adds the options every model command shares (plugins, threads, memory, devices, passes, load limits, logging).
 void add_common_options(po::options_description& desc, CommonOptions& opts);
 // Applies --log-level / OPHOST_LOG_LEVEL (default `fallback`). Throws Error on an unknown level.
 void setup_logging(const std::string& level, const std::string& fallback);

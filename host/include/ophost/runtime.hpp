@@ -97,6 +97,11 @@ struct SessionOptions {
   // Largest tensor, in bytes, the model may hold or need (initializers, attribute tensors, any value whose
   // inferred shape is fully known): a bigger one fails load (or the run that would need it) with a message.
   uint64_t max_tensor_bytes = uint64_t{4} << 30;
+  // Bytes of new constants that constant folding may create beyond the size of the model's own initializers:
+  // a model whose folding would need more is rejected at load with a message (predicted from the inferred
+  // shapes before anything is computed). Outputs of a single node over 64 MiB are never folded (they stay
+  // nodes and run at each run).
+  uint64_t max_fold_bytes = uint64_t{64} << 20;
   // Deepest nesting of subgraphs (If/Loop/Scan bodies) accepted at load.
   int max_subgraph_depth = 8;
   // Checks every floating-point graph input before a run and every graph output after it: a NaN or infinity
