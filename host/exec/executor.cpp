@@ -309,14 +309,7 @@ void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& output
   } else if (!profiling) {
     for (size_t ni = 0; ni < nodes.size(); ++ni) {  // the hot loop: one indirect call per node
       const PreparedNode& pn = nodes[ni];
-      oph_status* st;
-      if (pn.serialize) {
-        std::lock_guard lock(*pn.serialize);
-        st = guarded_compute(pn, &r->calls[ni]);
-      } else {
-        st = guarded_compute(pn, &r->calls[ni]);
-      }
-      if (st) throw_if_error(st, pn.label);
+      if (oph_status* st = compute_node(pn, &r->calls[ni])) throw_if_error(st, pn.label);
     }
   } else {
     thread_local std::vector<ProfileEvent> events;
@@ -325,13 +318,7 @@ void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& output
     for (size_t ni = 0; ni < nodes.size(); ++ni) {
       const PreparedNode& pn = nodes[ni];
       auto t0 = clock::now();
-      oph_status* st;
-      if (pn.serialize) {
-        std::lock_guard lock(*pn.serialize);
-        st = guarded_compute(pn, &r->calls[ni]);
-      } else {
-        st = guarded_compute(pn, &r->calls[ni]);
-      }
+      oph_status* st = compute_node(pn, &r->calls[ni]);
       auto t1 = clock::now();
       if (st) throw_if_error(st, pn.label);
       events.push_back({static_cast<int>(ni), std::chrono::duration<double, std::micro>(t0 - profile_start).count(),
@@ -364,6 +351,19 @@ bool Session::Impl::lifecycle_checks() const noexcept {
 #endif
 }
 
+oph_status* Session::Impl::profiled_compute(size_t ni, const oph_compute_context* ctx, const ExecPlan* plan) {
+  const PreparedNode& pn = nodes[ni];
+  if (!profiling) return compute_node(pn, ctx);
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  oph_status* st = compute_node(pn, ctx);
+  auto t1 = clock::now();
+  std::lock_guard lock(profile_mutex);
+  profile_events.push_back({static_cast<int>(ni), std::chrono::duration<double, std::micro>(t0 - profile_start).count(),
+                            std::chrono::duration<double, std::micro>(t1 - t0).count(), plan});
+  return st;
+}
+
 // The sequential loop with the node lifecycle made explicit: Pending -> Ready (all inputs Finished) -> Running
 // -> Finished (consumers notified) -> Released (a value whose last reader finished returns its bytes to the
 // plan). Reading a Released value is an error. Used in debug builds and at debug log level.
@@ -385,14 +385,7 @@ void Session::Impl::run_checked(ExecPlan& plan, BoundRun& r) {
         throw Error(Code::kInternal, pn.label + ": reads '" + values[v].name + "' before it was produced");
     }
     spdlog::debug("node {} '{}': Pending -> Ready -> Running", ni, pn.node->name);
-    oph_status* st;
-    if (pn.serialize) {
-      std::lock_guard lock(*pn.serialize);
-      st = guarded_compute(pn, &r.calls[ni]);
-    } else {
-      st = guarded_compute(pn, &r.calls[ni]);
-    }
-    if (st) throw_if_error(st, pn.label);
+    if (oph_status* st = profiled_compute(ni, &r.calls[ni], &plan)) throw_if_error(st, pn.label);
     for (int v : pn.outputs)
       if (v >= 0) state[v] = V::kLive;
     spdlog::debug("node {} '{}': Running -> Finished", ni, pn.node->name);
@@ -475,11 +468,12 @@ void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<Name
       profile_plans.push_back(plan);
   }
   if (plan->planned) run_planned(*plan, outputs, bound);
-  else run_generic(plan->meta, bound, outputs);
+  else run_generic(*plan, bound, outputs);
 }
 
-void Session::Impl::run_generic(const std::vector<ValueMeta>& meta_values, const std::vector<const Tensor*>& bound,
+void Session::Impl::run_generic(const ExecPlan& plan, const std::vector<const Tensor*>& bound,
                                 std::vector<NamedTensor>& outputs) {
+  const std::vector<ValueMeta>& meta_values = plan.meta;
   if (copy_count || !device_pools.empty()) {
     throw Error(Code::kUnimplemented, model.path.string() + ": some shapes are only known while running, and device "
                                       "placement needs a static memory plan; give the inputs fixed shapes or run on "
@@ -542,14 +536,7 @@ void Session::Impl::run_generic(const std::vector<ValueMeta>& meta_values, const
     ctx.device = {OPH_DL_CPU, 0};
     ctx.allocate_output = &allocate_output_cb;
     ctx.host_data = &st;
-    oph_status* status;
-    if (pn.serialize) {
-      std::lock_guard lock(*pn.serialize);
-      status = guarded_compute(pn, &ctx);
-    } else {
-      status = guarded_compute(pn, &ctx);
-    }
-    throw_if_error(status, pn.label);
+    throw_if_error(profiled_compute(ni, &ctx, &plan), pn.label);
     for (size_t o = 0; o < pn.outputs.size(); ++o) {
       int v = pn.outputs[o];
       if (v >= 0 && st.values[v].empty()) {

@@ -131,14 +131,8 @@ void InterOpPool::execute(Task t) {
     const PreparedNode& pn = run.session->nodes[node];
     if (!run.failed.load(std::memory_order_acquire)) {
       try {
-        oph_status* st;
-        if (pn.serialize) {
-          std::lock_guard lock(*pn.serialize);
-          st = guarded_compute(pn, &run.bound->calls[node]);
-        } else {
-          st = guarded_compute(pn, &run.bound->calls[node]);
-        }
-        if (st) throw_if_error(st, pn.label);
+        if (oph_status* st = run.session->profiled_compute(static_cast<size_t>(node), &run.bound->calls[node], run.plan))
+          throw_if_error(st, pn.label);
       } catch (...) {
         std::lock_guard lock(run.error_mutex);
         if (!run.error) run.error = std::current_exception();

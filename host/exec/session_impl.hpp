@@ -178,8 +178,10 @@ struct Session::Impl {
   void reserve_static_arena();
   bool lifecycle_checks() const noexcept;
   void run_checked(ExecPlan& plan, BoundRun& r);
-  void run_generic(const std::vector<ValueMeta>& meta, const std::vector<const Tensor*>& bound,
-                   std::vector<NamedTensor>& outputs);
+  void run_generic(const ExecPlan& plan, const std::vector<const Tensor*>& bound, std::vector<NamedTensor>& outputs);
+  // compute_node for node ni, timed into profile_events when profiling (`plan` gives that run's shapes). Used by
+  // every execution path except the sequential planned loop, which keeps its own batched, lock-free variant.
+  oph_status* profiled_compute(size_t ni, const oph_compute_context* ctx, const ExecPlan* plan);
 };
 
 // A pack's compute / create_kernel called so that a C++ exception escaping it (which breaks the C ABI's rule 4)
@@ -195,6 +197,15 @@ inline oph_status* guarded_compute(const PreparedNode& pn, const oph_compute_con
                                         "and return a status)");
   }
 }
+// One node's compute, under the node's lock when its op is not thread-safe (PreparedNode::serialize).
+inline oph_status* compute_node(const PreparedNode& pn, const oph_compute_context* ctx) {
+  if (pn.serialize) {
+    std::lock_guard lock(*pn.serialize);
+    return guarded_compute(pn, ctx);
+  }
+  return guarded_compute(pn, ctx);
+}
+
 inline oph_status* guarded_create_kernel(const PreparedNode& pn, const oph_kernel_create_args* args,
                                          void** state) noexcept {
   try {

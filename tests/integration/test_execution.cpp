@@ -237,6 +237,45 @@ TEST(Execution, ParallelModeGivesIdenticalOutputs) {
   }
 }
 
+// --profile records every node whatever the execution path: sequential, parallel (events from the workers) and
+// the generic path of data-dependent shapes (NonZero's output is known only while running).
+TEST(Execution, ProfileRecordsEveryNodeInEveryExecutionPath) {
+  TempDir tmp;
+  fs::path wide = wide_model(tmp.path());
+  ModelBuilder nz({{"", 13}});
+  nz.input("x", {4, 64}).output("y", {2}, onnx::TensorProto::INT64);
+  nz.node("Relu", {"x"}, {"r"}, "relu");
+  nz.node("NonZero", {"r"}, {"idx"}, "nonzero");
+  nz.node("Shape", {"idx"}, {"y"}, "shape");
+  fs::path dynamic = nz.save(tmp.path() / "nonzero.onnx");
+  Tensor x(DType::kFloat32, {4, 64});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = 0.05f * static_cast<float>(i % 37) - 0.7f;
+
+  Runtime rt({{kPluginDir}, false, false});
+  struct Case {
+    const char* what;
+    fs::path model;
+    SessionOptions::ExecutionMode mode;
+  };
+  for (const Case& c : {Case{"sequential", wide, SessionOptions::ExecutionMode::kSequential},
+                        Case{"parallel", wide, SessionOptions::ExecutionMode::kParallel},
+                        Case{"data-dependent shapes", dynamic, SessionOptions::ExecutionMode::kSequential}}) {
+    SCOPED_TRACE(c.what);
+    SessionOptions o;
+    o.profile = true;
+    o.execution_mode = c.mode;
+    o.inter_op_threads = 3;
+    o.opt_level = 0;  // keep Shape a node
+    auto s = rt.load(c.model, o);
+    const int runs = 3;
+    for (int i = 0; i < runs; ++i) s->run({{"x", x}});
+    std::vector<OpProfile> totals = s->write_profile(tmp.path() / "trace.json");
+    int64_t calls = 0;
+    for (const OpProfile& p : totals) calls += p.calls;
+    EXPECT_EQ(calls, static_cast<int64_t>(s->node_count()) * runs);
+  }
+}
+
 TEST(Execution, ParallelModeReportsKernelErrors) {
   // Integer division by zero inside one branch: the error names the node; the session stays usable.
   TempDir tmp;
