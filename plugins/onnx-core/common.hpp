@@ -1,14 +1,18 @@
-// onnx-core: helpers shared by the op families (dtype dispatch, shape utilities, broadcasting loops).
+// onnx-core: helpers shared by the op families (dtype dispatch, 16-bit floats, shape utilities, broadcasting loops).
 // Internal to the pack; built only against the public SDK.
 #pragma once
 
 #include <ophost/ophost_plugin.hpp>
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace onnx_core {
@@ -93,35 +97,128 @@ inline int64_t normalize_axis(int64_t axis, int64_t rank, bool allow_negative, c
 
 inline size_t elem_size(oph_dtype d) { return (static_cast<size_t>(d.bits) * d.lanes + 7) / 8; }
 
-// Typed dispatch: calls f(std::type_identity<T>{}) for the dtype's C++ type.
-template <class F>
-void dispatch_numeric(oph_dtype d, const std::string& op, F&& f) {
-  if (d == f32) f(std::type_identity<float>{});
-  else if (d == f64) f(std::type_identity<double>{});
-  else if (d == i32) f(std::type_identity<int32_t>{});
-  else if (d == i64) f(std::type_identity<int64_t>{});
-  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
+// ---------------------------------------------------------------------------------------------------------
+// 16-bit floats
+// ---------------------------------------------------------------------------------------------------------
+
+// IEEE binary16 bits -> float (exact).
+inline float half_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, b;
+  if (exp == 0) {
+    if (man == 0) b = sign;
+    else {
+      int e = -1;
+      do {
+        ++e;
+        man <<= 1;
+      } while ((man & 0x400) == 0);
+      b = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (man & 0x3ff) << 13;
+    }
+  } else if (exp == 31) b = sign | 0x7f800000u | man << 13;
+  else b = sign | (exp + 127 - 15) << 23 | man << 13;
+  return std::bit_cast<float>(b);
 }
-// dispatch_numeric plus the 8/16-bit and unsigned integer types (kNumericAll).
-template <class F>
-void dispatch_numeric_all(oph_dtype d, const std::string& op, F&& f) {
-  if (d == f32) f(std::type_identity<float>{});
-  else if (d == f64) f(std::type_identity<double>{});
-  else if (d == i32) f(std::type_identity<int32_t>{});
-  else if (d == i64) f(std::type_identity<int64_t>{});
-  else if (d == i8) f(std::type_identity<int8_t>{});
-  else if (d == i16) f(std::type_identity<int16_t>{});
-  else if (d == u8) f(std::type_identity<uint8_t>{});
-  else if (d == u16) f(std::type_identity<uint16_t>{});
-  else if (d == u32) f(std::type_identity<uint32_t>{});
-  else if (d == u64) f(std::type_identity<uint64_t>{});
-  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
+// float -> IEEE binary16 bits, rounding to nearest even (NaN stays NaN, overflow gives inf).
+inline uint16_t float_to_half(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t absx = x & 0x7fffffffu;
+  if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (absx < 0x38800000u) {                                             // subnormal or zero
+    float af = std::bit_cast<float>(absx);
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(af * 16777216.0f)));
+  }
+  uint32_t mant = absx + 0xfffu + ((absx >> 13) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(sign | ((mant - 0x38000000u) >> 13));
 }
+// bfloat16 bits -> float (exact).
+inline float bf16_to_float(uint16_t h) {
+  uint32_t b = static_cast<uint32_t>(h) << 16;
+  return std::bit_cast<float>(b);
+}
+// float -> bfloat16 bits, rounding to nearest even (NaN stays a quiet NaN).
+inline uint16_t float_to_bf16(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+// Storage type of a float16 element (the kernels' T for f16); arithmetic goes through float.
+struct Half {
+  uint16_t bits;
+  operator float() const { return half_to_float(bits); }
+  static Half of(float f) { return Half{float_to_half(f)}; }
+};
+// Storage type of a bfloat16 element (the kernels' T for bf16); convert with bf16_to_float / float_to_bf16.
+struct BF16 {
+  uint16_t bits;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Typed dispatch: each calls f(std::type_identity<T>{}) for the dtype's C++ type
+// ---------------------------------------------------------------------------------------------------------
+
+// The dtype whose elements a kernel sees as T: oph::dtype_v<T>, plus Half for float16 and BF16 for bfloat16.
+template <class T>
+constexpr oph_dtype storage_dtype() {
+  if constexpr (std::is_same_v<T, Half>) return f16;
+  else if constexpr (std::is_same_v<T, BF16>) return bf16;
+  else return oph::dtype_v<T>;
+}
+// The error of every dispatch below for a dtype outside its set.
+[[noreturn]] inline void fail_dtype(oph_dtype d, const std::string& op) {
+  fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
+}
+// Calls f(std::type_identity<T>{}) for the T among Ts... whose storage_dtype is d; false (calling nothing) if none is.
+template <class... Ts, class F>
+bool try_dispatch(oph_dtype d, F&& f) {
+  return ((d == storage_dtype<Ts>() ? (f(std::type_identity<Ts>{}), true) : false) || ...);
+}
+// try_dispatch, failing with fail_dtype for a dtype outside Ts...
+template <class... Ts, class F>
+void dispatch(oph_dtype d, const std::string& op, F&& f) {
+  if (!try_dispatch<Ts...>(d, f)) fail_dtype(d, op);
+}
+
+// The dtypes of kFloat.
 template <class F>
 void dispatch_float(oph_dtype d, const std::string& op, F&& f) {
-  if (d == f32) f(std::type_identity<float>{});
-  else if (d == f64) f(std::type_identity<double>{});
-  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
+  dispatch<float, double>(d, op, f);
+}
+// The dtypes of kNumeric.
+template <class F>
+void dispatch_numeric(oph_dtype d, const std::string& op, F&& f) {
+  dispatch<float, double, int32_t, int64_t>(d, op, f);
+}
+// The dtypes of kNumericAll plus the storage types Extra... (Half, BF16, bool); false for any other dtype.
+template <class... Extra, class F>
+bool try_dispatch_numeric_all(oph_dtype d, F&& f) {
+  return try_dispatch<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
+                      Extra...>(d, f);
+}
+// try_dispatch_numeric_all<Extra...>, failing with fail_dtype for any other dtype.
+template <class... Extra, class F>
+void dispatch_numeric_all(oph_dtype d, const std::string& op, F&& f) {
+  if (!try_dispatch_numeric_all<Extra...>(d, f)) fail_dtype(d, op);
+}
+// The dtypes of kAll (float16 as Half, bfloat16 as BF16).
+template <class F>
+void dispatch_all(oph_dtype d, const std::string& op, F&& f) {
+  dispatch_numeric_all<Half, BF16, bool>(d, op, f);
+}
+
+// ONNX TensorProto.DataType code (Cast `to`, a `dtype` attribute) -> dtype; fails
+// "<op>: <what> <code> is not supported by onnx-core" unless the dtype is in `allowed`.
+inline oph_dtype dtype_from_onnx(int64_t code, const std::vector<oph_dtype>& allowed, const std::string& op,
+                                 const char* what) {
+  static constexpr std::pair<int64_t, oph_dtype> kCodes[] = {
+      {1, f32}, {2, u8}, {3, i8}, {4, u16}, {5, i16}, {6, i32}, {7, i64},
+      {9, boolean}, {10, f16}, {11, f64}, {12, u32}, {13, u64}, {16, bf16}};
+  for (const auto& [c, d] : kCodes)
+    if (c == code && std::find(allowed.begin(), allowed.end(), d) != allowed.end()) return d;
+  fail(op + ": " + what + " " + std::to_string(code) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
 }
 
 // Inputs must be compact row-major (strides NULL or equal to the compact strides).

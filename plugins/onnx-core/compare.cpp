@@ -9,22 +9,6 @@ namespace {
 
 const std::vector<oph_dtype> kCmpTypes = {f32, f64, i8, i16, i32, i64, u8, u16, u32, u64};
 
-template <class F>
-void dispatch_cmp(oph_dtype d, const std::string& op, F&& f) {
-  if (d == f32) f(std::type_identity<float>{});
-  else if (d == f64) f(std::type_identity<double>{});
-  else if (d == i8) f(std::type_identity<int8_t>{});
-  else if (d == i16) f(std::type_identity<int16_t>{});
-  else if (d == i32) f(std::type_identity<int32_t>{});
-  else if (d == i64) f(std::type_identity<int64_t>{});
-  else if (d == u8) f(std::type_identity<uint8_t>{});
-  else if (d == u16) f(std::type_identity<uint16_t>{});
-  else if (d == u32) f(std::type_identity<uint32_t>{});
-  else if (d == u64) f(std::type_identity<uint64_t>{});
-  else if (d == boolean) f(std::type_identity<bool>{});
-  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
-}
-
 struct EqOp { template <class T> bool operator()(T a, T b) const { return a == b; } };
 struct LtOp { template <class T> bool operator()(T a, T b) const { return a < b; } };
 struct GtOp { template <class T> bool operator()(T a, T b) const { return a > b; } };
@@ -52,7 +36,7 @@ void compare_compute(const oph::KernelContext& ctx, const std::string& op) {
   std::vector<int64_t> oshape = oph::broadcast_shapes(a.shape(), b.shape());
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
   if (!y.present()) return;
-  dispatch_cmp(a.dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_numeric_all<bool>(a.dtype(), op, [&]<class T>(std::type_identity<T>) {
     binary_apply(ctx, static_cast<const T*>(a.data()), a.shape(), static_cast<const T*>(b.data()), b.shape(),
                  static_cast<bool*>(y.data()), std::span<const int64_t>(oshape), Op{});
   });

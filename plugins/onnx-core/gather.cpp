@@ -21,93 +21,6 @@ namespace {
 // Element types
 // ---------------------------------------------------------------------------------------------------------
 
-struct Half {
-  uint16_t bits;
-};
-struct BF16 {
-  uint16_t bits;
-};
-
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, b;
-  if (exp == 0) {
-    if (man == 0) b = sign;
-    else {
-      int e = -1;
-      do {
-        ++e;
-        man <<= 1;
-      } while ((man & 0x400) == 0);
-      b = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (man & 0x3ff) << 13;
-    }
-  } else if (exp == 31) b = sign | 0x7f800000u | man << 13;
-  else b = sign | (exp + 127 - 15) << 23 | man << 13;
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t absx = x & 0x7fffffffu;
-  if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
-  if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (absx < 0x38800000u) {
-    float af;
-    std::memcpy(&af, &absx, 4);
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(af * 16777216.0f)));
-  }
-  uint32_t mant = absx + 0xfffu + ((absx >> 13) & 1u);
-  return static_cast<uint16_t>(sign | ((mant - 0x38000000u) >> 13));
-}
-float bf16_to_float(uint16_t h) {
-  uint32_t b = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-uint16_t float_to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
-
-template <class F>
-void dispatch_any(oph_dtype d, const std::string& op, F&& f) {
-  if (d == f32) f(std::type_identity<float>{});
-  else if (d == f64) f(std::type_identity<double>{});
-  else if (d == f16) f(std::type_identity<Half>{});
-  else if (d == bf16) f(std::type_identity<BF16>{});
-  else if (d == i8) f(std::type_identity<int8_t>{});
-  else if (d == i16) f(std::type_identity<int16_t>{});
-  else if (d == i32) f(std::type_identity<int32_t>{});
-  else if (d == i64) f(std::type_identity<int64_t>{});
-  else if (d == u8) f(std::type_identity<uint8_t>{});
-  else if (d == u16) f(std::type_identity<uint16_t>{});
-  else if (d == u32) f(std::type_identity<uint32_t>{});
-  else if (d == u64) f(std::type_identity<uint64_t>{});
-  else if (d == boolean) f(std::type_identity<bool>{});
-  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
-}
-
-template <class F>
-void dispatch_real(oph_dtype d, const std::string& op, F&& f) {
-  if (d == f32) f(std::type_identity<float>{});
-  else if (d == f64) f(std::type_identity<double>{});
-  else if (d == i8) f(std::type_identity<int8_t>{});
-  else if (d == i16) f(std::type_identity<int16_t>{});
-  else if (d == i32) f(std::type_identity<int32_t>{});
-  else if (d == i64) f(std::type_identity<int64_t>{});
-  else if (d == u8) f(std::type_identity<uint8_t>{});
-  else if (d == u16) f(std::type_identity<uint16_t>{});
-  else if (d == u32) f(std::type_identity<uint32_t>{});
-  else if (d == u64) f(std::type_identity<uint64_t>{});
-  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
-}
-
 template <class S>
 double to_double(S v) {
   if constexpr (std::is_same_v<S, Half>) return half_to_float(v.bits);
@@ -142,25 +55,10 @@ D convert(S v) {
   }
 }
 
-// ONNX TensorProto.DataType -> DLPack dtype.
-oph_dtype dtype_from_onnx(int64_t t, const std::string& op) {
-  switch (t) {
-    case 1: return f32;
-    case 2: return u8;
-    case 3: return i8;
-    case 4: return u16;
-    case 5: return i16;
-    case 6: return i32;
-    case 7: return i64;
-    case 9: return boolean;
-    case 10: return f16;
-    case 11: return f64;
-    case 12: return u32;
-    case 13: return u64;
-    case 16: return bf16;
-    case 8: fail(op + ": string tensors are not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
-    default: fail(op + ": element type " + std::to_string(t) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
-  }
+// Cast `to` and EyeLike `dtype`: any kAll dtype (string tensors are named as such).
+oph_dtype cast_dtype(int64_t t, const std::string& op) {
+  if (t == 8) fail(op + ": string tensors are not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
+  return dtype_from_onnx(t, kAll, op, "element type");
 }
 
 void cast_buffer(const oph::KernelContext& ctx, oph_dtype from, const void* src, oph_dtype to, void* dst, size_t n,
@@ -169,8 +67,8 @@ void cast_buffer(const oph::KernelContext& ctx, oph_dtype from, const void* src,
     copy_bytes(ctx, dst, src, n * elem_size(from));
     return;
   }
-  dispatch_any(from, op, [&]<class S>(std::type_identity<S>) {
-    dispatch_any(to, op, [&]<class D>(std::type_identity<D>) {
+  dispatch_all(from, op, [&]<class S>(std::type_identity<S>) {
+    dispatch_all(to, op, [&]<class D>(std::type_identity<D>) {
       const S* s = static_cast<const S*>(src);
       D* d = static_cast<D*>(dst);
       ctx.parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
@@ -255,7 +153,7 @@ void register_cast(oph::Pack& pack) {
                             .input("input", "T1")
                             .output("output", "T2")
                             .infer([](oph::InferContext& c) {
-                              oph_dtype to = dtype_from_onnx(c.attr<int64_t>("to"), "Cast");
+                              oph_dtype to = cast_dtype(c.attr<int64_t>("to"), "Cast");
                               if (!c.input_rank_known(0)) c.set_output_unknown_rank(0, to);
                               else c.set_output(0, to, c.input_shape(0));
                             })
@@ -459,7 +357,7 @@ void scatter_elements_compute(const oph::KernelContext& ctx, int32_t since) {
   auto st = compact_strides(data.shape());
   auto ish = idx.shape();
   const int64_t dim = data.shape()[axis];
-  dispatch_any(data.dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_all(data.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* U = static_cast<const T*>(upd.data());
     T* D = static_cast<T*>(y.data());
     for (size_t i = 0, n = idx.size(); i < n; ++i) {
@@ -802,7 +700,7 @@ void register_range_cos(oph::Pack& pack) {
                 c.set_output(0, c.input_dtype(0), {OPH_DIM_UNKNOWN});
                 return;
               }
-              dispatch_real(c.input_dtype(0), "Range", [&]<class T>(std::type_identity<T>) {
+              dispatch_numeric_all(c.input_dtype(0), "Range", [&]<class T>(std::type_identity<T>) {
                 auto v = [](const oph_tensor* t) {
                   return *reinterpret_cast<const T*>(static_cast<const char*>(t->data) + t->byte_offset);
                 };
@@ -811,7 +709,7 @@ void register_range_cos(oph::Pack& pack) {
             })
             .compute([](oph::KernelContext& ctx) {
               oph::TensorRef s = input(ctx, 0, "Range"), l = input(ctx, 1, "Range"), d = input(ctx, 2, "Range");
-              dispatch_real(s.dtype(), "Range", [&]<class T>(std::type_identity<T>) {
+              dispatch_numeric_all(s.dtype(), "Range", [&]<class T>(std::type_identity<T>) {
                 T st = *static_cast<const T*>(s.data()), dl = *static_cast<const T*>(d.data());
                 int64_t n = range_count<T>(st, *static_cast<const T*>(l.data()), dl);
                 oph::TensorRef y = ensure_output(ctx, 0, std::span<const int64_t>(&n, 1), "Range");
@@ -1157,7 +1055,7 @@ void cumsum_compute(const oph::KernelContext& ctx) {
   const size_t len = static_cast<size_t>(x.shape()[axis]);
   for (int64_t k = 0; k < axis; ++k) outer *= static_cast<size_t>(x.shape()[k]);
   for (int64_t k = axis + 1; k < x.ndim(); ++k) inner *= static_cast<size_t>(x.shape()[k]);
-  dispatch_real(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_numeric_all(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* X = static_cast<const T*>(x.data());
     T* Y = static_cast<T*>(y.data());
     for (size_t o = 0; o < outer; ++o)
@@ -1183,7 +1081,9 @@ int64_t scalar_int(const oph_tensor* t, const std::string& op, const char* what)
   if (!t) fail(op + ": " + std::string(what) + " is missing");
   const char* p = static_cast<const char*>(t->data) + t->byte_offset;
   int64_t v = 0;
-  dispatch_real(t->dtype, op, [&]<class T>(std::type_identity<T>) { v = static_cast<int64_t>(*reinterpret_cast<const T*>(p)); });
+  dispatch_numeric_all(t->dtype, op, [&]<class T>(std::type_identity<T>) {
+    v = static_cast<int64_t>(*reinterpret_cast<const T*>(p));
+  });
   return v;
 }
 
@@ -1213,7 +1113,7 @@ void onehot_compute(const oph::KernelContext& ctx) {
   char* D = static_cast<char*>(y.data());
   const size_t n = y.size();
   for (size_t i = 0; i < n; ++i) std::memcpy(D + i * es, V, es);
-  dispatch_real(idx.dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_numeric_all(idx.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* I = static_cast<const T*>(idx.data());
     for (size_t o = 0; o < outer; ++o)
       for (size_t j = 0; j < inner; ++j) {
@@ -1229,7 +1129,7 @@ void nonzero_compute(const oph::KernelContext& ctx) {
   const std::string op = "NonZero";
   oph::TensorRef x = input(ctx, 0, op);
   std::vector<size_t> hits;
-  dispatch_any(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_all(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* X = static_cast<const T*>(x.data());
     for (size_t i = 0, n = x.size(); i < n; ++i) {
       bool nz;
@@ -1269,7 +1169,7 @@ void topk_compute(const oph::KernelContext& ctx, int32_t since) {
   size_t outer = 1, inner = 1;
   for (int64_t a = 0; a < axis; ++a) outer *= static_cast<size_t>(x.shape()[a]);
   for (int64_t a = axis + 1; a < x.ndim(); ++a) inner *= static_cast<size_t>(x.shape()[a]);
-  dispatch_real(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_numeric_all(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* X = static_cast<const T*>(x.data());
     T* V = yv.present() ? static_cast<T*>(yv.data()) : nullptr;
     int64_t* I = yi.present() ? static_cast<int64_t*>(yi.data()) : nullptr;
@@ -1583,7 +1483,7 @@ void scatternd_compute(const oph::KernelContext& ctx, int32_t since) {
   if (!y.present()) return;
   copy_bytes(ctx, y.data(), data.data(), data.size() * elem_size(data.dtype()));
   const int64_t* I = static_cast<const int64_t*>(idx.data());
-  dispatch_any(data.dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_all(data.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* U = static_cast<const T*>(upd.data());
     T* D = static_cast<T*>(y.data());
     for (size_t j = 0; j < g.per_batch; ++j) {
@@ -1727,7 +1627,7 @@ void register_nd(oph::Pack& pack) {
             .input("input", "T1")
             .output("output", "T2")
             .infer([](oph::InferContext& c) {
-              oph_dtype dt = c.attrs().has("dtype") ? dtype_from_onnx(c.attr<int64_t>("dtype"), "EyeLike") : c.input_dtype(0);
+              oph_dtype dt = c.attrs().has("dtype") ? cast_dtype(c.attr<int64_t>("dtype"), "EyeLike") : c.input_dtype(0);
               if (c.input_rank_known(0) && c.input_shape(0).size() != 2) fail("EyeLike: input must be 2-D");
               if (!c.input_rank_known(0)) c.set_output_unknown_rank(0, dt);
               else c.set_output(0, dt, c.input_shape(0));
@@ -1738,7 +1638,7 @@ void register_nd(oph::Pack& pack) {
               oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "EyeLike");
               if (!y.present()) return;
               const int64_t R = x.shape()[0], C = x.shape()[1], k = ctx.attr<int64_t>("k");
-              dispatch_any(y.dtype(), "EyeLike", [&]<class T>(std::type_identity<T>) {
+              dispatch_all(y.dtype(), "EyeLike", [&]<class T>(std::type_identity<T>) {
                 T* Y = static_cast<T*>(y.data());
                 std::memset(static_cast<void*>(Y), 0, y.size() * sizeof(T));
                 for (int64_t i = 0; i < R; ++i) {

@@ -3,68 +3,12 @@
 #include "common.hpp"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 namespace onnx_core {
 namespace {
 
-// IEEE binary16 storage type; arithmetic goes through float.
-struct Half {
-  uint16_t bits;
-  static float to_float(uint16_t h) {
-    uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, b;
-    if (exp == 0) {
-      if (man == 0) b = sign;
-      else {
-        int e = -1;
-        do {
-          ++e;
-          man <<= 1;
-        } while ((man & 0x400) == 0);
-        b = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (man & 0x3ff) << 13;
-      }
-    } else if (exp == 31) b = sign | 0x7f800000u | man << 13;
-    else b = sign | (exp + 127 - 15) << 23 | man << 13;
-    float f;
-    std::memcpy(&f, &b, 4);
-    return f;
-  }
-  static uint16_t from_float(float f) {
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t absx = x & 0x7fffffffu;
-    if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
-    if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-    if (absx < 0x38800000u) {                                             // subnormal or zero
-      float af;
-      std::memcpy(&af, &absx, 4);
-      return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(af * 16777216.0f)));
-    }
-    uint32_t mant = absx + 0xfffu + ((absx >> 13) & 1u);  // round to nearest even
-    return static_cast<uint16_t>(sign | ((mant - 0x38000000u) >> 13));
-  }
-  operator float() const { return to_float(bits); }
-  static Half of(float f) { return Half{from_float(f)}; }
-};
-
-template <class F>
-void dispatch_all_numeric(oph_dtype d, const std::string& op, F&& f) {
-  if (d == f32) f(std::type_identity<float>{});
-  else if (d == f64) f(std::type_identity<double>{});
-  else if (d == f16) f(std::type_identity<Half>{});
-  else if (d == i8) f(std::type_identity<int8_t>{});
-  else if (d == i16) f(std::type_identity<int16_t>{});
-  else if (d == i32) f(std::type_identity<int32_t>{});
-  else if (d == i64) f(std::type_identity<int64_t>{});
-  else if (d == u8) f(std::type_identity<uint8_t>{});
-  else if (d == u16) f(std::type_identity<uint16_t>{});
-  else if (d == u32) f(std::type_identity<uint32_t>{});
-  else if (d == u64) f(std::type_identity<uint64_t>{});
-  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
-}
-
+// kNumericAll plus float16 (dispatched as Half).
 const std::vector<oph_dtype> kAllNumeric = {f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64};
 
 // ----- unary with attributes -----
@@ -153,7 +97,7 @@ void variadic_compute(const oph::KernelContext& ctx, const std::string& op, VarK
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
   if (!y.present() || y.size() == 0) return;
   std::span<const int64_t> os(oshape);
-  dispatch_all_numeric(ins[0].dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_numeric_all<Half>(ins[0].dtype(), op, [&]<class T>(std::type_identity<T>) {
     T* Y = static_cast<T*>(y.data());
     auto data = [&](size_t i) { return static_cast<const T*>(ins[i].data()); };
     if (n_in == 1) {
@@ -224,7 +168,7 @@ void mod_compute(const oph::KernelContext& ctx) {
   std::vector<int64_t> oshape = oph::broadcast_shapes(a.shape(), b.shape());
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
   if (!y.present()) return;
-  dispatch_all_numeric(a.dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_numeric_all<Half>(a.dtype(), op, [&]<class T>(std::type_identity<T>) {
     binary_apply(ctx, static_cast<const T*>(a.data()), a.shape(), static_cast<const T*>(b.data()), b.shape(),
                  static_cast<T*>(y.data()), std::span<const int64_t>(oshape),
                  [fmod](T x, T z) { return mod_one(x, z, fmod); });
@@ -274,7 +218,7 @@ void prelu_compute(const oph::KernelContext& ctx) {
     fail(op + ": slope " + shape_str(s.shape()) + " is not unidirectionally broadcastable to X " + shape_str(x.shape()));
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
   if (!y.present()) return;
-  dispatch_all_numeric(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_numeric_all<Half>(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
     binary_apply(ctx, static_cast<const T*>(x.data()), x.shape(), static_cast<const T*>(s.data()), s.shape(),
                  static_cast<T*>(y.data()), std::span<const int64_t>(oshape), [](T v, T sl) -> T {
                    if constexpr (std::is_same_v<T, Half>) {

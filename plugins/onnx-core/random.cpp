@@ -9,22 +9,8 @@
 namespace onnx_core {
 namespace {
 
-oph_dtype onnx_dtype(int64_t t, const std::string& op) {
-  switch (t) {
-    case 1: return f32;
-    case 2: return u8;
-    case 3: return i8;
-    case 4: return u16;
-    case 5: return i16;
-    case 6: return i32;
-    case 7: return i64;
-    case 9: return boolean;
-    case 11: return f64;
-    case 12: return u32;
-    case 13: return u64;
-    default: fail(op + ": dtype " + std::to_string(t) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
-  }
-}
+// Output dtypes (Bernoulli T2, and what the dtype attribute may name).
+const std::vector<oph_dtype> kRandomOut = {f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, boolean};
 
 // Stores doubles into a tensor of any supported dtype.
 template <class F>
@@ -34,17 +20,9 @@ void store_each(const oph::TensorRef& t, const std::string& op, F&& value_at) {
     for (size_t i = 0; i < t.size(); ++i) p[i] = static_cast<T>(value_at(i));
   };
   oph_dtype d = t.dtype();
-  if (d == f32) put(std::type_identity<float>{});
-  else if (d == f64) put(std::type_identity<double>{});
-  else if (d == i8) put(std::type_identity<int8_t>{});
-  else if (d == i16) put(std::type_identity<int16_t>{});
-  else if (d == i32) put(std::type_identity<int32_t>{});
-  else if (d == i64) put(std::type_identity<int64_t>{});
-  else if (d == u8 || d == boolean) put(std::type_identity<uint8_t>{});
-  else if (d == u16) put(std::type_identity<uint16_t>{});
-  else if (d == u32) put(std::type_identity<uint32_t>{});
-  else if (d == u64) put(std::type_identity<uint64_t>{});
-  else fail(op + ": output dtype " + oph::dtype_name(d) + " is not supported", OPH_CODE_UNIMPLEMENTED);
+  if (d == boolean) put(std::type_identity<uint8_t>{});
+  else if (!try_dispatch_numeric_all(d, put))
+    fail(op + ": output dtype " + oph::dtype_name(d) + " is not supported", OPH_CODE_UNIMPLEMENTED);
 }
 
 struct RandomKernel {
@@ -103,7 +81,8 @@ struct RandomUniformLikeKernel : RandomKernel {
 // Output dtype: the dtype attribute when given, else the input's.
 oph::InferFn like_infer(const char* op) {
   return [op](oph::InferContext& c) {
-    oph_dtype out = c.attrs().has("dtype") ? onnx_dtype(c.attr<int64_t>("dtype"), op) : c.input_dtype(0);
+    oph_dtype out =
+        c.attrs().has("dtype") ? dtype_from_onnx(c.attr<int64_t>("dtype"), kRandomOut, op, "dtype") : c.input_dtype(0);
     if (!c.input_rank_known(0)) return c.set_output_unknown_rank(0, out);
     c.set_output(0, out, c.input_shape(0));
   };
@@ -120,7 +99,7 @@ void register_random(oph::Pack& pack) {
                 .infer(like_infer("Bernoulli"))
                 .kernel<BernoulliKernel>();
   add_types(b, "T1", kFloat);
-  add_types(b, "T2", {f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, boolean});
+  add_types(b, "T2", kRandomOut);
 
   auto& r = pack.op(kDomain, "RandomUniformLike")
                 .versions(1, OPH_OPSET_MAX)

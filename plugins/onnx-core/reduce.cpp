@@ -13,22 +13,12 @@ namespace {
 
 enum class Kind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
 
+// dispatch_numeric_all plus bool (one byte holding 0 or 1): only ReduceMax/ReduceMin 20+ accept it, where max is
+// OR and min is AND, exactly the uint8 reduction.
 template <class F>
 void dispatch_reduce(oph_dtype d, const std::string& op, F&& f) {
-  if (d == f32) f(std::type_identity<float>{});
-  else if (d == f64) f(std::type_identity<double>{});
-  else if (d == i32) f(std::type_identity<int32_t>{});
-  else if (d == i64) f(std::type_identity<int64_t>{});
-  else if (d == u32) f(std::type_identity<uint32_t>{});
-  else if (d == u64) f(std::type_identity<uint64_t>{});
-  else if (d == i8) f(std::type_identity<int8_t>{});
-  else if (d == u8) f(std::type_identity<uint8_t>{});
-  else if (d == i16) f(std::type_identity<int16_t>{});
-  else if (d == u16) f(std::type_identity<uint16_t>{});
-  // bool (one byte holding 0 or 1): only ReduceMax/ReduceMin 20+ accept it, where max is OR and min is AND,
-  // exactly the uint8 reduction.
-  else if (d == boolean) f(std::type_identity<uint8_t>{});
-  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
+  if (d == boolean) f(std::type_identity<uint8_t>{});
+  else dispatch_numeric_all(d, op, f);
 }
 
 // Resolved reduction axes: a mask over the input dims. `all` when every axis is reduced.

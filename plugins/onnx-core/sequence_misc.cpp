@@ -10,21 +10,7 @@
 namespace onnx_core {
 namespace {
 
-// Typed dispatch over every numeric dtype (no float16).
-template <class F>
-void dispatch_any(oph_dtype d, const std::string& op, F&& f) {
-  if (d == f32) f(std::type_identity<float>{});
-  else if (d == f64) f(std::type_identity<double>{});
-  else if (d == i8) f(std::type_identity<int8_t>{});
-  else if (d == i16) f(std::type_identity<int16_t>{});
-  else if (d == i32) f(std::type_identity<int32_t>{});
-  else if (d == i64) f(std::type_identity<int64_t>{});
-  else if (d == u8) f(std::type_identity<uint8_t>{});
-  else if (d == u16) f(std::type_identity<uint16_t>{});
-  else if (d == u32) f(std::type_identity<uint32_t>{});
-  else if (d == u64) f(std::type_identity<uint64_t>{});
-  else fail(op + ": dtype " + oph::dtype_name(d) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
-}
+// Every real numeric dtype (no float16), dispatched with dispatch_numeric_all.
 const std::vector<oph_dtype> kAnyNumeric = {f32, f64, i8, i16, i32, i64, u8, u16, u32, u64};
 
 // ======================================= Einsum =======================================
@@ -191,7 +177,7 @@ void einsum_compute(oph::KernelContext& ctx) {
   const size_t nout = oph::numel(p.out_shape);
   size_t nred = 1;
   for (int l : red) nred *= static_cast<size_t>(p.label_size[l]);
-  dispatch_any(in[0].dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_numeric_all(in[0].dtype(), op, [&]<class T>(std::type_identity<T>) {
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
     T* yp = static_cast<T*>(y.data());
     std::vector<const T*> ptr;
@@ -265,7 +251,7 @@ void unique_compute(oph::KernelContext& ctx) {
     dim = xs[ax];
     inner = oph::numel(xs.subspan(ax + 1));
   }
-  dispatch_any(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+  dispatch_numeric_all(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* xp = static_cast<const T*>(x.data());
     // Slice s along the axis: elements (o, s, i) for all o, i; compared lexicographically in (o, i) order.
     auto cmp = [&](size_t a, size_t b) -> int {

@@ -10,24 +10,13 @@ namespace {
 
 constexpr double kPi = std::numbers::pi;
 
-// ONNX TensorProto.DataType -> dtype for the output_datatype attribute.
-oph_dtype dtype_from_onnx(int64_t t, const std::string& op) {
-  switch (t) {
-    case 1: return f32;
-    case 2: return u8;
-    case 3: return i8;
-    case 4: return u16;
-    case 5: return i16;
-    case 6: return i32;
-    case 7: return i64;
-    case 11: return f64;
-    case 12: return u32;
-    case 13: return u64;
-    default:
-      fail(op + ": output_datatype " + std::to_string(t) + " is not supported by onnx-core", OPH_CODE_UNIMPLEMENTED);
-  }
-}
+// Output dtypes (T2): the ones the output_datatype attribute may name.
 const std::vector<oph_dtype> kWindowOut = {f32, f64, i8, i16, i32, i64, u8, u16, u32, u64};
+
+// The dtype named by the output_datatype attribute.
+oph_dtype output_datatype(const oph::InferContext& c, const std::string& op) {
+  return dtype_from_onnx(c.attr<int64_t>("output_datatype"), kWindowOut, op, "output_datatype");
+}
 
 // Writes doubles into a tensor of any dtype in kWindowOut.
 void store_doubles(const oph::TensorRef& t, const std::vector<double>& v, const std::string& op) {
@@ -35,18 +24,8 @@ void store_doubles(const oph::TensorRef& t, const std::vector<double>& v, const 
     T* p = static_cast<T*>(t.data());
     for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<T>(v[i]);
   };
-  oph_dtype d = t.dtype();
-  if (d == f32) put(std::type_identity<float>{});
-  else if (d == f64) put(std::type_identity<double>{});
-  else if (d == i8) put(std::type_identity<int8_t>{});
-  else if (d == i16) put(std::type_identity<int16_t>{});
-  else if (d == i32) put(std::type_identity<int32_t>{});
-  else if (d == i64) put(std::type_identity<int64_t>{});
-  else if (d == u8) put(std::type_identity<uint8_t>{});
-  else if (d == u16) put(std::type_identity<uint16_t>{});
-  else if (d == u32) put(std::type_identity<uint32_t>{});
-  else if (d == u64) put(std::type_identity<uint64_t>{});
-  else fail(op + ": output dtype " + oph::dtype_name(d) + " is not supported", OPH_CODE_UNIMPLEMENTED);
+  if (!try_dispatch_numeric_all(t.dtype(), put))
+    fail(op + ": output dtype " + oph::dtype_name(t.dtype()) + " is not supported", OPH_CODE_UNIMPLEMENTED);
 }
 
 int64_t scalar_int(const oph_tensor* t, const std::string& op, const char* what) {
@@ -86,7 +65,7 @@ void register_window(oph::Pack& pack, const char* name, Window w) {
   add_types(b, "T1", {i32, i64});
   add_types(b, "T2", kWindowOut);
   b.infer([op](oph::InferContext& c) {
-    oph_dtype out = dtype_from_onnx(c.attr<int64_t>("output_datatype"), op);
+    oph_dtype out = output_datatype(c, op);
     const oph_tensor* s = c.input_constant(0);
     c.set_output(0, out, {s ? scalar_int(s, op, "size") : OPH_DIM_UNKNOWN});
   });
@@ -342,7 +321,7 @@ void register_signal(oph::Pack& pack) {
                 .attr("output_datatype", int64_t{1})
                 .infer([](oph::InferContext& c) {
                   const std::string op = "MelWeightMatrix";
-                  oph_dtype out = dtype_from_onnx(c.attr<int64_t>("output_datatype"), op);
+                  oph_dtype out = output_datatype(c, op);
                   const oph_tensor* n = c.input_constant(0);
                   const oph_tensor* l = c.input_constant(1);
                   c.set_output(0, out, {l ? scalar_int(l, op, "dft_length") / 2 + 1 : OPH_DIM_UNKNOWN,
