@@ -1,10 +1,13 @@
 #include <ophost/services.hpp>
 
 #include "exec/thread_pool.hpp"
+#include "memory/pool.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string_view>
 #include <new>
@@ -69,10 +72,34 @@ void parallel_for(void*, size_t n, size_t grain, oph_parallel_fn fn, void* user)
   ThreadPool::global().parallel_for(n, grain, fn, user);
 }
 
-void* scratch_alloc(void*, oph_device, size_t bytes) {
-  return std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64);
+// Scratch: a block of the running session's CPU pool (size classes, cached), else of a process-wide pool. The
+// 64 bytes in front of the pointer handed out record the owning pool, so the block goes back to it from any
+// thread. Only host (CPU) memory: for another device scratch_alloc returns NULL.
+constexpr size_t kScratchHeader = 64;
+MemoryPool& process_scratch_pool() {
+  static MemoryPool pool(system_allocator());
+  return pool;
 }
-void scratch_free(void*, oph_device, void* p) { std::free(p); }
+void* scratch_alloc(void*, oph_device device, size_t bytes) {
+  if (device.device_type != OPH_DL_CPU || bytes > SIZE_MAX / 2) return nullptr;
+  MemoryPool* pool = current_scratch_pool();
+  if (!pool) pool = &process_scratch_pool();
+  try {
+    auto* block = static_cast<std::byte*>(pool->allocate(bytes + kScratchHeader, "scratch"));
+    std::memcpy(block, &pool, sizeof pool);
+    return block + kScratchHeader;
+  } catch (const std::exception& e) {
+    spdlog::warn("scratch_alloc of {} bytes failed: {}", bytes, e.what());
+    return nullptr;
+  }
+}
+void scratch_free(void*, oph_device, void* p) {
+  if (!p) return;
+  std::byte* block = static_cast<std::byte*>(p) - kScratchHeader;
+  MemoryPool* pool = nullptr;
+  std::memcpy(&pool, block, sizeof pool);
+  pool->deallocate(block);
+}
 
 // Values the host itself provides to every pack: "threads" = the intra-op pool's thread count (packs with their
 // own threading runtime, such as oneDNN's OpenMP, size it to match instead of oversubscribing).

@@ -144,6 +144,20 @@ int64_t shape_numel(std::span<const int64_t> shape) {
 
 void Tensor::Free::operator()(std::byte* p) const noexcept { std::free(p); }
 
+Tensor Tensor::wrap(DType dtype, std::vector<int64_t> shape, std::shared_ptr<std::byte> data) {
+  if (dtype == DType::kUndefined || dtype == DType::kString || dtype_size(dtype) == 0) {
+    throw Error(Code::kInvalidArgument, "Tensor::wrap: element type " + std::to_string(static_cast<int32_t>(dtype)) +
+                                            " cannot be wrapped (fixed-size element types only)");
+  }
+  if (!data) throw Error(Code::kInvalidArgument, "Tensor::wrap: no buffer");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  t.data_ = std::move(data);
+  return t;
+}
+
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
   if (dtype == DType::kUndefined) {
     throw Error(Code::kInvalidArgument, "cannot create a tensor of undefined element type");

@@ -1,8 +1,9 @@
 // Sequential execution of a prepared session through the C ABI.
 //  - planned path (every shape known): one arena per concurrent run, laid out by the static memory plan, and a
 //    flat array of prepared calls; a steady-state run allocates nothing.
-//  - generic path (shapes only known while running): tensors allocated per value, released as soon as their
-//    last consumer has finished.
+//  - generic path (shapes only known while running): each value's buffer comes from the session pool's size
+//    classes when it is produced and goes back to the pool's cache as soon as its last consumer has finished,
+//    so a steady state of repeating shapes asks the system for nothing but the graph outputs the caller keeps.
 #include "exec/memory_plan.hpp"
 #include "exec/parallel.hpp"
 #include "exec/session_impl.hpp"
@@ -12,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <map>
 
@@ -24,7 +26,30 @@ struct RunState {
   std::vector<oph_tensor> out_views;
   const std::vector<ValueMeta>* meta = nullptr;
   const std::vector<int>* out_values = nullptr;  // value index of each output of the running node
+  const std::vector<ValueSlot>* slots = nullptr;  // the session's values (names, graph_output)
+  MemoryPool* pool = nullptr;                     // buffers of intermediate values
+  int64_t system_allocs = 0;                      // allocations that reached the system or the device
 };
+
+// The tensor of value v produced while running: a graph output is the caller's to keep (its own buffer); an
+// intermediate takes a zeroed block of the pool, which returns to the pool's cache when the value is released.
+Tensor new_value(RunState& st, int v, DType dtype, std::vector<int64_t> dims) {
+  const ValueSlot& slot = (*st.slots)[static_cast<size_t>(v)];
+  if (dtype == DType::kString || slot.graph_output || !st.pool) {
+    ++st.system_allocs;
+    return Tensor(dtype, std::move(dims));
+  }
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(shape_numel(dims)), dtype_size(dtype), &bytes))
+    throw Error(Code::kOutOfRange, "value '" + slot.name + "' of shape " + shape_to_string(dims) + " is too large");
+  bool fresh = false;
+  void* p = st.pool->allocate(bytes, "value '" + slot.name + "'", &fresh);
+  if (fresh) ++st.system_allocs;
+  std::memset(p, 0, bytes);
+  MemoryPool* pool = st.pool;
+  return Tensor::wrap(dtype, std::move(dims),
+                      std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [pool](std::byte* b) { pool->deallocate(b); }));
+}
 
 oph_status* allocate_output_cb(const oph_compute_context* ctx, size_t index, int32_t ndim, const int64_t* shape) {
   auto* st = static_cast<RunState*>(ctx->host_data);
@@ -50,7 +75,7 @@ oph_status* allocate_output_cb(const oph_compute_context* ctx, size_t index, int
                                                        shape_to_string(m.shape));
       }
     }
-    st->values[v] = Tensor(m.dtype, std::move(dims));
+    st->values[v] = new_value(*st, v, m.dtype, std::move(dims));
     st->out_views[index] = st->values[v].view();
     return nullptr;
   } catch (const std::exception& e) {
@@ -401,6 +426,7 @@ void Session::Impl::run_checked(ExecPlan& plan, BoundRun& r) {
 }
 
 void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) {
+  ScratchPoolScope scratch(pool.get());  // kernels' scratch_alloc serves from this session's pool
   // Bind inputs by name: each graph input exactly once, nothing extra.
   thread_local std::vector<const Tensor*> bound;
   bound.assign(input_values.size(), nullptr);
@@ -484,6 +510,8 @@ void Session::Impl::run_generic(const ExecPlan& plan, const std::vector<const Te
   RunState st;
   st.values.resize(values.size());
   st.meta = meta;
+  st.slots = &values;
+  st.pool = pool.get();
   std::vector<int> remaining(values.size(), 0);
   for (size_t v = 0; v < values.size(); ++v) remaining[v] = static_cast<int>(values[v].consumers.size());
 
@@ -515,8 +543,7 @@ void Session::Impl::run_generic(const ExecPlan& plan, const std::vector<const Te
       if (v < 0) continue;
       const ValueMeta& m = (*meta)[v];
       if (m.fully_known()) {
-        st.values[v] = Tensor(m.dtype, m.shape);
-        ++allocs;
+        st.values[v] = new_value(st, v, m.dtype, m.shape);
         st.out_views[o] = st.values[v].view();
       } else {
         st.out_views[o] = oph_tensor{};
@@ -561,11 +588,12 @@ void Session::Impl::run_generic(const ExecPlan& plan, const std::vector<const Te
   for (size_t o = 0; o < output_values.size(); ++o) {
     int v = output_values[o];
     const ValueSlot& slot = values[v];
+    if (slot.constant || slot.graph_input >= 0) ++allocs;
     outputs[o].tensor = slot.constant ? slot.constant->clone()
                         : slot.graph_input >= 0 ? bound[slot.graph_input]->clone()
                                                 : st.values[v];
   }
-  last_run_allocs.store(allocs, std::memory_order_relaxed);
+  last_run_allocs.store(allocs + st.system_allocs, std::memory_order_relaxed);
 }
 
 }  // namespace ophost

@@ -129,6 +129,7 @@ void InterOpPool::execute(Task t) {
   int node = t.node;
   while (node >= 0) {
     const PreparedNode& pn = run.session->nodes[node];
+    ScratchPoolScope scratch(run.session->pool.get());
     if (!run.failed.load(std::memory_order_acquire)) {
       try {
         if (oph_status* st = run.session->profiled_compute(static_cast<size_t>(node), &run.bound->calls[node], run.plan))

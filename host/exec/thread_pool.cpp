@@ -1,5 +1,7 @@
 #include "exec/thread_pool.hpp"
 
+#include "memory/pool.hpp"
+
 #include <algorithm>
 #include <memory>
 
@@ -53,7 +55,10 @@ void ThreadPool::worker_loop() {
       ++active_;
     }
     t_in_pool_task = true;
-    run_chunks(*job);
+    {
+      ScratchPoolScope scratch(job->scratch_pool);
+      run_chunks(*job);
+    }
     t_in_pool_task = false;
     {
       std::lock_guard lock(mutex_);
@@ -76,6 +81,7 @@ void ThreadPool::parallel_for(size_t n, size_t grain, oph_parallel_fn fn, void* 
   job.fn = fn;
   job.user = user;
   job.n = n;
+  job.scratch_pool = current_scratch_pool();
   job.chunks = std::min(max_chunks, static_cast<size_t>(threads()) * 4);
   job.chunk = (n + job.chunks - 1) / job.chunks;
   job.chunks = (n + job.chunk - 1) / job.chunk;

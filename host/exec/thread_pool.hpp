@@ -14,6 +14,8 @@
 
 namespace ophost {
 
+class MemoryPool;
+
 class ThreadPool {
  public:
   // `threads` counts the caller: 1 means no worker threads.
@@ -41,6 +43,7 @@ class ThreadPool {
     size_t chunks = 0;
     std::atomic<size_t> next{0};
     std::atomic<size_t> done{0};
+    MemoryPool* scratch_pool = nullptr;  // the caller's current_scratch_pool(), set on the workers too
   };
   void worker_loop();
   static void run_chunks(Job& job);

@@ -19,6 +19,14 @@ RawAllocator system_allocator() {
   return r;
 }
 
+namespace {
+thread_local MemoryPool* t_scratch_pool = nullptr;
+}  // namespace
+
+MemoryPool* current_scratch_pool() noexcept { return t_scratch_pool; }
+ScratchPoolScope::ScratchPoolScope(MemoryPool* pool) noexcept : previous_(t_scratch_pool) { t_scratch_pool = pool; }
+ScratchPoolScope::~ScratchPoolScope() { t_scratch_pool = previous_; }
+
 MemoryPool::MemoryPool(RawAllocator raw, size_t bytes_limit) : raw_(std::move(raw)) {
   stats_.bytes_limit = static_cast<int64_t>(bytes_limit);
 }
@@ -87,7 +95,7 @@ void MemoryPool::unreserve(void* p, size_t bytes) {
   stats_.total_allocated_bytes -= static_cast<int64_t>(std::max<size_t>(bytes, 64));
 }
 
-void* MemoryPool::allocate(size_t bytes, const std::string& what) {
+void* MemoryPool::allocate(size_t bytes, const std::string& what, bool* out_fresh) {
   size_t cls = std::bit_ceil(std::max<size_t>(bytes, 256));
   std::lock_guard lock(mutex_);
   void* p = nullptr;
@@ -96,8 +104,10 @@ void* MemoryPool::allocate(size_t bytes, const std::string& what) {
     p = it->second.back();
     it->second.pop_back();
     cached_bytes_ -= cls;
+    if (out_fresh) *out_fresh = false;
   } else {
     p = raw_alloc(cls, what);
+    if (out_fresh) *out_fresh = true;
   }
   live_[p] = cls;
   ++stats_.num_allocs;

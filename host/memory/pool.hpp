@@ -24,6 +24,23 @@ struct RawAllocator {
 // The system allocator, 64-byte aligned.
 RawAllocator system_allocator();
 
+class MemoryPool;
+// The pool the host services' scratch_alloc serves from on this thread: the running session's CPU pool, or
+// null outside a run (scratch then comes from a process-wide pool).
+MemoryPool* current_scratch_pool() noexcept;
+// Sets current_scratch_pool() for the life of the scope (the executor around a run, the intra-op pool's
+// workers around the chunks of a caller's parallel_for, the inter-op workers around a node).
+class ScratchPoolScope {
+ public:
+  explicit ScratchPoolScope(MemoryPool* pool) noexcept;
+  ~ScratchPoolScope();
+  ScratchPoolScope(const ScratchPoolScope&) = delete;
+  ScratchPoolScope& operator=(const ScratchPoolScope&) = delete;
+
+ private:
+  MemoryPool* previous_;
+};
+
 class MemoryPool {
  public:
   explicit MemoryPool(RawAllocator raw, size_t bytes_limit = 0);
@@ -38,8 +55,10 @@ class MemoryPool {
   // block while it is free, without going back to the device.
   void reserve_ahead(size_t bytes);
   void unreserve(void* p, size_t bytes);
-  // Size-class cached allocation (rounded up to a power of two >= 256 bytes); cached blocks are reused.
-  void* allocate(size_t bytes, const std::string& what);
+  // Size-class cached allocation (rounded up to a power of two >= 256 bytes, 64-byte aligned); cached blocks are
+  // reused. *out_fresh (when given) tells whether the block had to come from the device (a cache miss).
+  // Throws Error(kResourceExhausted) past bytes_limit, naming `what` and the sizes.
+  void* allocate(size_t bytes, const std::string& what, bool* out_fresh = nullptr);
   void deallocate(void* p);
 
   MemoryStats stats() const;

@@ -276,6 +276,47 @@ TEST(Execution, ProfileRecordsEveryNodeInEveryExecutionPath) {
   }
 }
 
+// Shapes known only while running (NonZero): intermediate values take blocks of the session pool's size classes
+// and give them back when released, so once the shapes repeat a run asks the system only for the output it hands
+// to the caller.
+TEST(Execution, DataDependentShapesReuseThePoolsCachedBlocks) {
+  TempDir tmp;
+  ModelBuilder b({{"", 13}});
+  b.input("x", {4, 64}).output("y", {2}, onnx::TensorProto::INT64);
+  b.node("Relu", {"x"}, {"r"}, "relu");
+  b.node("NonZero", {"r"}, {"idx"}, "nonzero");
+  b.node("Transpose", {"idx"}, {"t"}, "transpose");
+  b.node("Shape", {"t"}, {"y"}, "shape");
+  fs::path model = b.save(tmp.path() / "nonzero_chain.onnx");
+  Runtime rt({{kPluginDir}, false, false});
+  SessionOptions o;
+  o.opt_level = 0;
+  auto s = rt.load(model, o);
+  EXPECT_FALSE(s->memory_plan().planned);
+  Tensor x(DType::kFloat32, {4, 64});
+  int64_t positive = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    x.data_as<float>()[i] = (i % 3 == 0) ? 1.0f : -1.0f;
+    positive += i % 3 == 0;
+  }
+  std::vector<NamedTensor> out;
+  s->run({{"x", x}}, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].tensor.data_as<int64_t>()[0], positive);
+  EXPECT_EQ(out[0].tensor.data_as<int64_t>()[1], 2);
+  MemoryStats first = s->memory_stats();
+  EXPECT_EQ(first.bytes_in_use, 0) << "every intermediate goes back to the pool after the run";
+  for (int i = 0; i < 5; ++i) {
+    s->run({{"x", x}}, out);
+    MemoryStats st = s->memory_stats();
+    EXPECT_EQ(st.total_allocated_bytes, first.total_allocated_bytes) << "run " << i << ": the cache serves it";
+    EXPECT_EQ(st.num_allocs, first.num_allocs + 3 * (i + 1)) << "relu, nonzero and transpose outputs";
+    EXPECT_EQ(st.bytes_in_use, 0);
+    EXPECT_EQ(st.allocs_this_run, 1) << "only the graph output the caller keeps";
+  }
+  EXPECT_EQ(out[0].tensor.data_as<int64_t>()[0], positive);
+}
+
 TEST(Execution, ParallelModeReportsKernelErrors) {
   // Integer division by zero inside one branch: the error names the node; the session stays usable.
   TempDir tmp;

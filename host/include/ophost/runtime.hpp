@@ -66,7 +66,8 @@ struct MemoryStats {
   int64_t total_allocated_bytes = 0;  // bytes obtained from the device (including cached blocks)
   int64_t max_alloc_size = 0;         // largest single allocation
   int64_t bytes_limit = 0;            // 0 = unlimited
-  int64_t allocs_this_run = 0;        // allocations (pool and tensors) made by the last run
+  int64_t allocs_this_run = 0;        // allocations the last run asked of the system or device (arenas, pool
+                                      // blocks not in the cache, tensors handed to the caller)
 };
 
 // What the static memory plan of the model's declared shapes looks like.

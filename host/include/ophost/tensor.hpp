@@ -51,6 +51,10 @@ class Tensor {
   Tensor() = default;
   // Allocates a zero-filled tensor. String tensors hold std::string elements (see strings()).
   Tensor(DType dtype, std::vector<int64_t> shape);
+  // A tensor over `data`, a buffer of at least numel * dtype_size bytes (64-byte aligned for kernels' sake)
+  // owned by the shared_ptr: its deleter runs when the last Tensor sharing it is destroyed. The bytes are not
+  // touched. Not for string tensors (throws Error(kInvalidArgument)); `data` must not be null.
+  static Tensor wrap(DType dtype, std::vector<int64_t> shape, std::shared_ptr<std::byte> data);
 
   DType dtype() const noexcept { return dtype_; }
   std::span<const int64_t> shape() const noexcept { return shape_; }
