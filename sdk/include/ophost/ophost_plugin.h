@@ -175,7 +175,9 @@ typedef struct oph_host_services {
   void (*parallel_for)(void* host, size_t n, size_t grain, oph_parallel_fn fn, void* user_data);
 
   /* Scratch memory from the host pool for `device`; aligned to at least 64 bytes; owned by the caller, free it
-   * with scratch_free. Returns NULL on exhaustion. */
+   * with scratch_free (from any thread). Returns NULL on exhaustion, and for a device whose memory the host
+   * does not pool for scratch (ophost 0.1 serves host memory, OPH_DL_CPU, only). Inside compute it comes from
+   * the running session's pool (counted in its statistics and --mem-limit). */
   void* (*scratch_alloc)(void* host, oph_device device, size_t bytes);
   void (*scratch_free)(void* host, oph_device device, void* ptr);
 
