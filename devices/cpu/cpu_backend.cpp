@@ -436,18 +436,9 @@ oph_status* cpu_event_elapsed_ms(void* backend, int32_t device_id, void* start, 
 void cpu_release(void* plugin_state) noexcept { delete static_cast<Backend*>(plugin_state); }
 
 oph_status* cpu_entry(const oph_host_info* host, const oph_plugin_info** out_info) noexcept {
-  // Without a status factory no error can be reported at all; a host that passes none is broken.
-  if (!host || !OPH_HAS_FIELD(oph_host_info, host, services) || !host->services ||
-      !OPH_HAS_FIELD(oph_host_services, host->services, status_create) || !host->services->status_create)
-    return nullptr;
+  oph_status* refused = nullptr;
+  if (!oph_entry_check(host, out_info, OPH_PLUGIN_NAME, &refused)) return refused;
   const oph_host_services* services = host->services;
-  if (host->abi_major != OPH_ABI_MAJOR) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%s: built for plugin ABI major %d, the host offers %u", OPH_PLUGIN_NAME,
-                  OPH_ABI_MAJOR, host->abi_major);
-    return services->status_create(OPH_CODE_FAILED_PRECONDITION, buf);
-  }
-  if (!out_info) return services->status_create(OPH_CODE_INVALID_ARGUMENT, OPH_PLUGIN_NAME ": out_info is NULL");
   try {
     auto* b = new Backend();
     b->services = services;

@@ -400,17 +400,9 @@ oph_status* gpu_event_elapsed_ms(void* backend, int32_t device_id, void* start, 
 void gpu_release(void* plugin_state) noexcept { delete static_cast<Backend*>(plugin_state); }
 
 oph_status* gpu_entry(const oph_host_info* host, const oph_plugin_info** out_info) noexcept {
-  if (!host || !OPH_HAS_FIELD(oph_host_info, host, services) || !host->services ||
-      !OPH_HAS_FIELD(oph_host_services, host->services, status_create) || !host->services->status_create)
-    return nullptr;
+  oph_status* refused = nullptr;
+  if (!oph_entry_check(host, out_info, OPH_PLUGIN_NAME, &refused)) return refused;
   const oph_host_services* services = host->services;
-  if (host->abi_major != OPH_ABI_MAJOR) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%s: built for plugin ABI major %d, the host offers %u", OPH_PLUGIN_NAME,
-                  OPH_ABI_MAJOR, host->abi_major);
-    return services->status_create(OPH_CODE_FAILED_PRECONDITION, buf);
-  }
-  if (!out_info) return services->status_create(OPH_CODE_INVALID_ARGUMENT, OPH_PLUGIN_NAME ": out_info is NULL");
   auto* b = new (std::nothrow) Backend();
   if (!b) return services->status_create(OPH_CODE_RESOURCE_EXHAUSTED, OPH_PLUGIN_NAME ": out of memory");
   b->services = services;

@@ -220,14 +220,11 @@ void null_release(void* plugin_state) noexcept {
 // Keep it cheap: discovery runs it for every plugin at every start. It should not touch the device beyond
 // what enumerate needs; a missing driver is an *inactive* answer from enumerate, not an entry failure.
 oph_status* null_entry(const oph_host_info* host, const oph_plugin_info** out_info) noexcept {
-  // Without services there is no way to report anything; a host that passes none is broken.
-  if (!host || !OPH_HAS_FIELD(oph_host_info, host, services) || !host->services ||
-      !OPH_HAS_FIELD(oph_host_services, host->services, status_create) || !host->services->status_create)
-    return nullptr;
+  // The host's services, ABI major and out_info, checked by the SDK's helper (a broken host gets NULL back:
+  // without a status factory nothing can be reported).
+  oph_status* refused = nullptr;
+  if (!oph_entry_check(host, out_info, OPH_PLUGIN_NAME, &refused)) return refused;
   const oph_host_services* services = host->services;
-  if (host->abi_major != OPH_ABI_MAJOR)
-    return services->status_create(OPH_CODE_FAILED_PRECONDITION, "null backend: built for plugin ABI major 1");
-  if (!out_info) return services->status_create(OPH_CODE_INVALID_ARGUMENT, "null backend: out_info is NULL");
 
   auto* b = new (std::nothrow) Backend();
   if (!b) return services->status_create(OPH_CODE_RESOURCE_EXHAUSTED, "null backend: out of memory");

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -463,6 +464,36 @@ typedef oph_status* (*oph_plugin_entry_fn)(const oph_host_info* host, const oph_
 #else
 #define OPH_EXTERN_C
 #endif
+
+/* The checks a hand-written entry starts with (the C++ layer's OPH_PACK does them itself). Returns 1 when the
+ * entry may go on. Returns 0 when it must return `*out_status` at once: NULL when the host passed no status
+ * factory (a broken host: nothing can be reported), else an error owned by the host naming `plugin`: a host
+ * of another ABI major, or a NULL out_info. A header-only helper, not part of the ABI. */
+static inline int oph_entry_check(const oph_host_info* host, const oph_plugin_info** out_info, const char* plugin,
+                                  oph_status** out_status) {
+  const oph_host_services* services;
+  char msg[160];
+  int n;
+  *out_status = NULL;
+  if (!host || !OPH_HAS_FIELD(oph_host_info, host, services) || !host->services ||
+      !OPH_HAS_FIELD(oph_host_services, host->services, status_create) || !host->services->status_create)
+    return 0;
+  services = host->services;
+  if (host->abi_major != OPH_ABI_MAJOR) {
+    n = snprintf(msg, sizeof msg, "%s: built for plugin ABI major %d, the host offers %u", plugin ? plugin : "plugin",
+                 OPH_ABI_MAJOR, (unsigned)host->abi_major);
+    (void)n;
+    *out_status = services->status_create(OPH_CODE_FAILED_PRECONDITION, msg);
+    return 0;
+  }
+  if (!out_info) {
+    n = snprintf(msg, sizeof msg, "%s: out_info is NULL", plugin ? plugin : "plugin");
+    (void)n;
+    *out_status = services->status_create(OPH_CODE_INVALID_ARGUMENT, msg);
+    return 0;
+  }
+  return 1;
+}
 
 /* Emits the plugin's entry symbol and forwards to `impl`, a function with the oph_plugin_entry_fn signature.
  * Use exactly once per plugin:  OPH_DEFINE_PLUGIN_ENTRY(my_entry)  */
