@@ -11,7 +11,7 @@
 #                     [REQUIRES_DEVICES cpu ...] [CPU_FEATURES avx2 ...]
 #                     [OUTPUT_DIR dir] [NO_INSTALL] [CHECK])
 #
-# Produces the module library `lib<NAME>.so` in <OUTPUT_DIR>/<NAME>/ (default: the ophost build tree's
+# Produces the module library `lib<NAME>.so` (a device backend: `lib<NAME>-backend.so`) in <OUTPUT_DIR>/<NAME>/ (default: the ophost build tree's
 # lib/ophost/plugins inside the ophost project, else <CMAKE_BINARY_DIR>/plugins) with hidden visibility and a
 # version script that exports only the entry symbol `oph_plugin_entry_v1`, then writes
 # <NAME>/ophost-plugin.json next to it: name, version, ABI, ops and devices are read from the built library by
@@ -83,6 +83,12 @@ function(ophost_add_plugin)
   endif()
   set(dir "${P_OUTPUT_DIR}/${P_NAME}")
   set(target ophost_plugin_${P_NAME})
+  # Backends are named after device runtimes (cuda, hip, ...): their file gets a suffix so that it never reads
+  # like the vendor's own library (libcuda.so is NVIDIA's driver).
+  set(output_name ${P_NAME})
+  if(P_KIND STREQUAL "device-backend")
+    set(output_name ${P_NAME}-backend)
+  endif()
 
   add_library(${target} MODULE ${P_SOURCES})
   target_link_libraries(${target} PRIVATE ophost::sdk ${P_LINK_LIBRARIES})
@@ -90,7 +96,7 @@ function(ophost_add_plugin)
   set(vscript "${CMAKE_CURRENT_BINARY_DIR}/${target}.map")
   file(CONFIGURE OUTPUT "${vscript}" CONTENT "{\n  global: oph_plugin_entry_v1;\n  local: *;\n};\n")
   set_target_properties(${target} PROPERTIES
-    OUTPUT_NAME ${P_NAME}
+    OUTPUT_NAME ${output_name}
     PREFIX "lib"
     SUFFIX ".so"
     LIBRARY_OUTPUT_DIRECTORY "${dir}"

@@ -5,6 +5,8 @@
 // allocated and filled through the backend's own alloc/copy. No manifest checks (the loader tests cover them).
 #pragma once
 
+#include "plugin_library.hpp"
+
 #include <ophost/ophost_plugin.h>
 #include <ophost/services.hpp>
 
@@ -29,11 +31,7 @@ namespace minihost {
 
 namespace fs = std::filesystem;
 
-// The build tree mirrors the install tree: executables in bin/, plugins in lib/ophost/plugins/<name>/.
-inline fs::path plugin_library(const std::string& name) {
-  fs::path exe = fs::read_symlink("/proc/self/exe");
-  return exe.parent_path().parent_path() / "lib" / "ophost" / "plugins" / name / ("lib" + name + ".so");
-}
+using ophost::testing::plugin_library;
 
 inline std::string take(oph_status* s) { return ophost::consume_status(s); }
 

@@ -1,5 +1,7 @@
 // The CPU device backend, driven directly through the C ABI: dlopen the built plugin, run the handshake with
 // the host's services table, and exercise every function of its device table.
+#include "plugin_library.hpp"
+
 #include <ophost/ophost_plugin.h>
 #include <ophost/services.hpp>
 
@@ -17,11 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The build tree mirrors the install tree: tests live in bin/, plugins in lib/ophost/plugins/<name>/.
-fs::path plugin_library(const std::string& name) {
-  fs::path exe = fs::read_symlink("/proc/self/exe");
-  return exe.parent_path().parent_path() / "lib" / "ophost" / "plugins" / name / ("lib" + name + ".so");
-}
+using ophost::testing::plugin_library;
 
 std::string status_text(oph_status* s) {
   if (!s) return "OK";

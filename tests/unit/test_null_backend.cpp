@@ -1,5 +1,7 @@
 // The "null" skeleton backend: it loads and hands back a full device table, reports itself inactive with a
 // reason, and every device function answers UNAVAILABLE instead of pretending to work.
+#include "plugin_library.hpp"
+
 #include <ophost/ophost_plugin.h>
 #include <ophost/services.hpp>
 
@@ -14,10 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path plugin_library(const std::string& name) {
-  fs::path exe = fs::read_symlink("/proc/self/exe");
-  return exe.parent_path().parent_path() / "lib" / "ophost" / "plugins" / name / ("lib" + name + ".so");
-}
+using ophost::testing::plugin_library;
 
 class NullBackend : public ::testing::Test {
  protected:
