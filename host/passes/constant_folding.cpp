@@ -78,6 +78,18 @@ std::optional<uint64_t> value_bytes(const InferredValue& v) {
   return n;
 }
 
+// Bytes of all of a node's outputs from the inferred shapes; nullopt when one is unknown or the sum overflows.
+std::optional<uint64_t> outputs_bytes(const Node& n, const std::map<std::string, InferredValue>& info) {
+  uint64_t bytes = 0;
+  for (const std::string& out : n.outputs) {
+    if (out.empty()) continue;
+    auto it = info.find(out);
+    std::optional<uint64_t> b = it == info.end() ? std::nullopt : value_bytes(it->second);
+    if (!b || __builtin_add_overflow(bytes, *b, &bytes)) return std::nullopt;
+  }
+  return bytes;
+}
+
 // Bounded work: new constants may take the initializers' bytes plus `extra`.
 class FoldBudget {
  public:
@@ -125,22 +137,12 @@ void predict_fold(const Model& m, const std::map<std::string, InferredValue>& in
       shape_of_known = it != info.end() && fully_known(it->second.dims);
     }
     if (!inputs_constant && !shape_of_known) continue;
-    uint64_t bytes = 0;
-    bool known = true;
-    for (const std::string& out : n.outputs) {
-      if (out.empty()) continue;
-      auto it = info.find(out);
-      std::optional<uint64_t> b = it == info.end() ? std::nullopt : value_bytes(it->second);
-      if (!b || __builtin_add_overflow(bytes, *b, &bytes)) {
-        known = false;
-        break;
-      }
-    }
-    if (!known || bytes > size_cap) continue;  // evaluated later, or kept as a node
+    std::optional<uint64_t> bytes = outputs_bytes(n, info);
+    if (!bytes || *bytes > size_cap) continue;  // evaluated later, or kept as a node
     for (const std::string& out : n.outputs)
       if (!out.empty()) constant.insert(out);
     if (n.op_type == "Constant") continue;  // its bytes are already in the file
-    budget.add(n, bytes, counted++, /*predicted=*/true);
+    budget.add(n, *bytes, counted++, /*predicted=*/true);
   }
 }
 
@@ -194,21 +196,13 @@ PassResult fold_constants(Model& m, const PassHooks& hooks, size_t size_cap, uin
           ins.push_back(&it->second);
         }
         // Outputs known to be over the per-node cap are not computed at all.
-        std::optional<uint64_t> predicted = 0;
-        for (const std::string& out : n.outputs) {
-          if (out.empty()) continue;
-          auto it = shapes.find(out);
-          std::optional<uint64_t> b = it == shapes.end() ? std::nullopt : value_bytes(it->second);
-          if (!b || __builtin_add_overflow(*predicted, *b, &*predicted)) {
-            predicted.reset();
-            break;
+        if (all_constant) {
+          if (std::optional<uint64_t> predicted = outputs_bytes(n, shapes); predicted && *predicted > size_cap) {
+            spdlog::info("constant-folding: node '{}' ({}) kept: its outputs would take {} bytes, above the cap of {}",
+                         n.name, n.op_type, *predicted, size_cap);
+            ++too_big;
+            all_constant = false;
           }
-        }
-        if (all_constant && predicted && *predicted > size_cap) {
-          spdlog::info("constant-folding: node '{}' ({}) kept: its outputs would take {} bytes, above the cap of {}",
-                       n.name, n.op_type, *predicted, size_cap);
-          ++too_big;
-          all_constant = false;
         }
         if (all_constant) {
           outs = hooks.evaluate(m, n, ins);
