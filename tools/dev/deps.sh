@@ -2,20 +2,27 @@
 # Installs the Debian 12 packages ophost needs to build and test, if any is missing. The one list of build
 # dependencies: .ci/run and the README's commands all come through here.
 #   OPHOST_APT_UPDATE=1 forces `apt-get update` (CI does).
+#   tools/dev/deps.sh --list prints the package list, one a line, and installs nothing (tools/dev/check-deps.sh).
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config file dpkg-dev
+  strace  # tools/dev/check-deps.sh traces the configure
   libboost-dev libboost-filesystem-dev libboost-program-options-dev
   libspdlog-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libssl-dev
-  libdnnl-dev libhwy-dev
+  libdnnl-dev ocl-icd-opencl-dev libhwy-dev  # dnnl-config.cmake find_package(OpenCL)s; libdnnl-dev only recommends it
   clang-14 libclang-rt-14-dev  # libFuzzer targets (tools/dev/fuzz.sh)
   python3 python3-onnx python3-numpy
   # GPU backends: HIP from Debian (hipcc, libamdhip64-dev); CUDA comes from /usr/local/cuda when present.
   # Each is skipped at configure time when its toolkit is missing (docs/gpu.md).
   hipcc libamdhip64-dev
 )
+
+if [ "${1:-}" = --list ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do
