@@ -28,17 +28,15 @@ case "$kind" in
     export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:detect_odr_violation=1:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=0:intercept_tls_get_addr=0"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
     export LSAN_OPTIONS="suppressions=${here}/tools/dev/lsan.supp:print_suppressions=0"
-    # Plugins stay mapped after release (host/plugins/plugin_set.cpp): without it, memory that oneDNN/libgomp
-    # keep in their globals shows up as "<unknown module>" leaks once onnx-core (and with it those libraries)
-    # is unloaded, and real plugin leaks would have no stack.
-    export OPHOST_PLUGINS_NODELETE=1
+    # Plugins stay mapped after release (the default, host/plugins/plugin_set.cpp): otherwise memory that
+    # oneDNN/libgomp keep in their globals would show up as "<unknown module>" leaks once onnx-core is unloaded.
     cmake --preset asan >/dev/null
     cmake --build --preset asan -j"$jobs"
     # The conformance run (900 models) under ASan is the slowest test by far; it keeps its own timeout.
     ctest --preset asan --output-on-failure -j"$jobs" --timeout 900 "$@"
     ;;
   tsan)
-    export OPHOST_PLUGINS_NODELETE=1  # suppressions name libgomp/libdnnl: they must stay mapped
+    # suppressions name libgomp/libdnnl: they stay mapped (plugins are never unmapped by default)
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=${here}/tools/dev/tsan.supp:report_signal_unsafe=0"
     cmake --preset tsan >/dev/null
     cmake --build --preset tsan -j"$jobs" --target ophost_unit_tests ophost_integration_tests
