@@ -85,11 +85,18 @@ inline int64_t product(std::span<const int64_t> s) {
   return p;
 }
 
-// Normalises an axis in [-rank, rank) (or [0, rank) when negatives are not allowed by the opset).
+// A negative axis in an opset whose spec allows only [0, rank): accepted, because ONNX Runtime accepts negative
+// axes in every opset and exporters (PaddlePaddle at opset 9, old tf2onnx) rely on it; logged at debug level.
+inline void accept_negative_axis_leniently(int64_t axis, const std::string& op, const char* what) {
+  oph::log(OPH_LOG_DEBUG, op + ": negative " + what + " " + std::to_string(axis) +
+                              " is outside this opset's spec; accepted as ONNX Runtime does (counted from the end)");
+}
+
+// Normalises an axis in [-rank, rank). `allow_negative` false (opsets whose spec says [0, rank)) still accepts a
+// negative axis, with a debug log line (accept_negative_axis_leniently).
 inline int64_t normalize_axis(int64_t axis, int64_t rank, bool allow_negative, const std::string& op,
                               const char* what = "axis") {
-  if (axis < 0 && !allow_negative)
-    fail(op + ": negative " + what + " " + std::to_string(axis) + " is not allowed in this opset");
+  if (axis < 0 && !allow_negative) accept_negative_axis_leniently(axis, op, what);
   if (axis < -rank || axis >= rank)
     fail(op + ": " + what + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + rank : axis;

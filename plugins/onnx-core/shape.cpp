@@ -315,7 +315,7 @@ void register_concat(oph::Pack& pack, int32_t since, int32_t until, bool allow_n
 
 int64_t flatten_axis(int64_t axis, int64_t rank, bool allow_negative) {
   // axis in [0, rank] (1-10) or [-rank, rank] (11+).
-  if (axis < 0 && !allow_negative) fail("Flatten: negative axis " + std::to_string(axis) + " is not allowed in this opset");
+  if (axis < 0 && !allow_negative) accept_negative_axis_leniently(axis, "Flatten", "axis");
   if (axis < -rank || axis > rank)
     fail("Flatten: axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + rank : axis;

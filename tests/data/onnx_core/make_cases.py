@@ -297,6 +297,14 @@ def cases():
                 coordinate_transformation_mode="pytorch_half_pixel")
     resize_case("resize19_linear_half_pixel_symmetric", 19, scales=[1, 1, 1.5, 0.75], mode="linear",
                 coordinate_transformation_mode="half_pixel_symmetric")
+    # Negative axes in opsets whose spec allows only [0, rank): accepted as ONNX Runtime does (PaddleOCR rec at
+    # opset 9 has ReduceMean axes=[-1]); onnx-core logs each at debug level.
+    x = f32(2, 3, 4)
+    add("lenient_reducemean9_neg_axis", "ReduceMean", [("X", x)], x.astype(np.float64).mean(axis=-1, keepdims=True),
+        dict(axes=[-1]), 9)
+    e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
+    add("lenient_softmax9_neg_axis", "Softmax", [("X", x)], e / e.sum(axis=-1, keepdims=True), dict(axis=-1), 9)
+    add("lenient_flatten9_neg_axis", "Flatten", [("X", x)], x.astype(np.float64).reshape(6, 4), dict(axis=-1), 9)
     return out
 
 
