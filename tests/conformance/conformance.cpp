@@ -6,8 +6,9 @@
 //
 // Every case ends as passed, failed (with a one-line reason: op not found / load error / run error / mismatch)
 // or skipped (non-tensor inputs or outputs such as sequences and optionals, or listed in the exclusions file
-// with a reason). The last lines are "N passed, N failed, N skipped" and a per-reason summary; the exit status
-// is 1 when --floor is given and fewer cases pass (or when the exclusions file is malformed).
+// with a reason). The last lines are a per-reason summary, "N cases in DIR, N run, N excluded" and "N passed,
+// N failed, N skipped"; the exit status is 1 when --floor is given and fewer cases pass, 2 when CASES_DIR is
+// missing or holds no case (or when the exclusions file is malformed).
 //
 // --opt-level N loads every model at graph optimisation level N (default: the library's default, 3).
 // --compare-opt-levels A,B runs every case at level A and at level B and exits 1 unless both levels pass the
@@ -442,10 +443,12 @@ int main(int argc, char** argv) {
     else cases_dir = a;
   }
   if (cases_dir.empty()) return usage(argv[0]);
+  // No cases is a failure, never a pass: a missing suite must not look like a clean run.
   if (!fs::is_directory(cases_dir)) {
-    std::cout << "SKIP: conformance cases not found at " << cases_dir.string()
-              << " (expected the ONNX 1.12 node tests: one folder per case with model.onnx and test_data_set_0/)\n";
-    return 0;
+    std::cerr << "error: conformance cases not found at " << cases_dir.string()
+              << " (expected the ONNX 1.12 node tests: one folder per case with model.onnx and test_data_set_0/;"
+                 " tests/conformance/generate_cases.py DIR writes them)\n";
+    return 2;
   }
 
   std::map<std::string, std::string> exclusions;
@@ -469,6 +472,11 @@ int main(int argc, char** argv) {
   for (const auto& e : fs::directory_iterator(cases_dir))
     if (e.is_directory() && fs::exists(e.path() / "model.onnx")) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
+  if (dirs.empty()) {
+    std::cerr << "error: no conformance cases in " << cases_dir.string()
+              << " (no folder with a model.onnx; tests/conformance/generate_cases.py DIR writes them)\n";
+    return 2;
+  }
 
   std::vector<Result> results;
   long level_a_passed = 0, level_b_passed = 0;
@@ -547,6 +555,13 @@ int main(int argc, char** argv) {
     std::cout << "\n";
   }
   std::cout << "time: " << fmt_double(total) << " s\n";
+  const long found = static_cast<long>(dirs.size()), considered = static_cast<long>(results.size());
+  const long excluded = std::count_if(results.begin(), results.end(),
+                                      [](const Result& r) { return r.category == "skipped: excluded"; });
+  std::cout << found << " cases in " << cases_dir.string() << ", " << considered - excluded << " run, " << excluded
+            << " excluded";
+  if (filter) std::cout << ", " << found - considered << " filtered out";
+  std::cout << "\n";
   std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
 
   if (json_path) {
