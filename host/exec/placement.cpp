@@ -63,6 +63,8 @@ std::map<std::string, DeviceTarget> device_targets(const PluginSet* plugins) {
   std::map<std::string, DeviceTarget> t;
   t["cpu"] = DeviceTarget{"cpu", nullptr, OPH_DL_CPU, true, {}};
   if (!plugins) return t;
+  // Backends not loaded because their device is absent (manifest probe): known, unusable, with the reason.
+  for (const auto& [type, why] : plugins->inactive_devices()) t[type] = DeviceTarget{type, nullptr, 0, false, why};
   for (const auto& plugin : plugins->loaded()) {
     for (const oph_device_backend_def* d : plugin->devices()) {
       std::string type = d->device_type;

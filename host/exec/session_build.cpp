@@ -681,6 +681,7 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     a.device = {pn.dl_type, 0};
     throw_if_error(guarded_create_kernel(pn, &a, &pn.state), pn.label + ": create_kernel failed");
   }
+  warn_reference_kernels(*s, file);
   spdlog::log(g_quiet_build ? spdlog::level::debug : spdlog::level::info, "session: {} nodes resolved, {} Constant nodes turned into values, {} values, {} inputs, {} outputs ({})",
                s->nodes.size(), folded_constants, s->values.size(), s->input_values.size(), s->output_values.size(),
                file);

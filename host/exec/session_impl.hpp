@@ -228,6 +228,11 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
                                              Model model, const SessionOptions& options,
                                              const UnloadedHint& unloaded_hint = {});
 
+// Every node's kernel and the implementation it reports (host/exec/kernel_info.cpp); must not run during a run.
+std::vector<KernelInfo> kernel_infos(const Session::Impl& s);
+// Logs a warning for every node whose kernel reports a reference implementation.
+void warn_reference_kernels(const Session::Impl& s, const std::string& file);
+
 // Converts a ValueMeta to an oph_value_info (constant may be NULL).
 oph_value_info to_value_info(const ValueMeta& meta, const Tensor* constant, oph_tensor* constant_view);
 

@@ -187,7 +187,7 @@ Manifest parse_manifest(std::string_view text, const fs::path& path, std::string
 
   p.check_keys(doc, "",
                {"manifest_version", "name", "version", "kind", "library", "sha256", "abi", "platform", "requires",
-                "provides", "description", "license"});
+                "provides", "probe", "description", "license"});
 
   m.manifest_version = static_cast<int>(p.integer(p.need(doc, "", "manifest_version"), "manifest_version", 0,
                                                   1 << 30));
@@ -239,6 +239,18 @@ Manifest parse_manifest(std::string_view text, const fs::path& path, std::string
     if (auto f = req.find("cpu_features"); f != req.end()) {
       m.requires_.cpu_features = p.strings(*f, "requires.cpu_features");
     }
+  }
+  if (auto it = doc.find("probe"); it != doc.end()) {
+    const json& pr = p.object(*it, "probe");
+    p.check_keys(pr, "probe", {"device_files", "libraries"});
+    if (auto d = pr.find("device_files"); d != pr.end()) {
+      m.probe.device_files = p.strings(*d, "probe.device_files");
+      for (const auto& f : m.probe.device_files)
+        if (f.empty() || f[0] != '/') p.fail("'probe.device_files' entries must be absolute paths, got '" + f + "'");
+    }
+    if (auto l = pr.find("libraries"); l != pr.end()) m.probe.libraries = p.strings(*l, "probe.libraries");
+    if (m.kind != "device-backend" && !m.probe.device_files.empty())
+      p.fail("'probe.device_files' is for device backends; an operator pack names its devices in 'requires.devices'");
   }
   if (auto it = doc.find("provides"); it != doc.end()) {
     const json& prov = p.object(*it, "provides");
@@ -307,6 +319,8 @@ std::string manifest_to_json(const Manifest& m) {
                    {"device", op.device}});
   }
   j["provides"] = {{"devices", m.provides.devices}, {"ops", ops}};
+  if (!m.probe.device_files.empty() || !m.probe.libraries.empty())
+    j["probe"] = {{"device_files", m.probe.device_files}, {"libraries", m.probe.libraries}};
   j["description"] = m.description;
   j["license"] = m.license;
   return j.dump(2) + "\n";

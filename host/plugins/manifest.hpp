@@ -50,6 +50,15 @@ struct ManifestProvides {
   std::vector<ManifestOp> ops;
 };
 
+// A device backend's cheap probe, run before its library is loaded (so a machine without the device never maps
+// the device's runtime). device_files: the backend is inactive unless at least one of these exists (e.g.
+// /dev/nvidiactl, /dev/kfd). libraries: runtime libraries the backend links (e.g. libcudart.so.13): when loading
+// fails because one of them is missing, the backend is reported inactive ("runtime not installed"), not rejected.
+struct ManifestProbe {
+  std::vector<std::string> device_files;
+  std::vector<std::string> libraries;
+};
+
 struct Manifest {
   int manifest_version = kManifestVersion;
   std::string name;
@@ -61,6 +70,7 @@ struct Manifest {
   ManifestPlatform platform;
   ManifestRequires requires_;  // JSON key "requires"
   ManifestProvides provides;
+  ManifestProbe probe;  // JSON key "probe" (optional)
   std::string description;
   std::string license;
 };

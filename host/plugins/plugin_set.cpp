@@ -1,4 +1,5 @@
 #include "plugins/plugin_set.hpp"
+#include "plugins/verify_cache.hpp"
 
 #include <ophost/services.hpp>
 
@@ -235,6 +236,14 @@ std::string sha256_file(const fs::path& path) {
   return out;
 }
 
+// OPHOST_PLUGINS_UNLOAD=1: unmap plugin libraries when they are released (default: keep them mapped).
+namespace {
+bool plugins_unload_requested() {
+  const char* v = std::getenv("OPHOST_PLUGINS_UNLOAD");
+  return v != nullptr && std::string_view(v) == "1";
+}
+}  // namespace
+
 // ------------------------------------------------------------------------------------------------------------
 // LoadedPlugin
 // ------------------------------------------------------------------------------------------------------------
@@ -274,10 +283,13 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
     throw fail(Code::kFailedPrecondition, "cannot load " + library.string() + ": " + dlerror_text(e.what(), library));
   }
 
-  // OPHOST_PLUGINS_NODELETE=1 (the sanitizer runs set it): the library stays mapped after it is released, so
-  // LeakSanitizer sees the globals of the plugin and of its dependencies (oneDNN, libgomp) at exit and
-  // symbolizes the stacks of real leaks instead of reporting "<unknown module>" allocations of unloaded code.
-  if (const char* nd = std::getenv("OPHOST_PLUGINS_NODELETE"); nd && std::string_view(nd) == "1") {
+  // A loaded library stays mapped until the process exits (RTLD_NODELETE on the copy just loaded): a pack may
+  // have started threads that outlive its release (oneDNN's OpenMP team, a CUDA runtime's helper threads), and
+  // unmapping code under a running thread crashes the process at exit (SIGSEGV in _dl_close_worker's wake).
+  // It also lets LeakSanitizer symbolize allocations of plugin code at exit. release() is still called exactly
+  // once; only the unmapping is skipped. OPHOST_PLUGINS_UNLOAD=1 unmaps libraries at release instead (for pack
+  // authors checking that their pack survives being unloaded).
+  if (!plugins_unload_requested()) {
     ::dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);  // pins the loaded copy; not a new load
   }
 
@@ -554,7 +566,8 @@ class Discoverer {
     }
     Manifest m;
     try {
-      m = read_manifest(r.manifest);
+      auto cached = manifests_.find(r.manifest);
+      m = cached != manifests_.end() ? cached->second : read_manifest(r.manifest);
     } catch (const Error& e) {
       reject(r, e.code(), e.what());
       reports_.push_back(std::move(r));
@@ -576,6 +589,19 @@ class Discoverer {
     }
     claimed_.emplace(m.name, r.manifest);
 
+    // Cheap probes first: a backend whose device is absent, and a pack that needs only absent devices, are not
+    // loaded at all (a machine without a GPU never maps the CUDA or HIP runtime).
+    if (std::string why = probe_failure(m); !why.empty()) {
+      mark_inactive(r, m, why);
+      return;
+    }
+    for (const std::string& dev : m.requires_.devices) {
+      if (auto it = inactive_types_.find(dev); it != inactive_types_.end()) {
+        mark_inactive(r, m, "needs device '" + dev + "', which is inactive here (" + it->second + ")");
+        return;
+      }
+    }
+
     try {
       check_before_dlopen(m, dir, r, prefix);
       auto lp = LoadedPlugin::load(r.library, dir, r.manifest, &m, prefix);
@@ -588,8 +614,39 @@ class Discoverer {
                    r.ops.size(), r.devices.empty() ? "" : "; devices: ", join(r.devices, "; "));
       loaded_.push_back(std::move(lp));
     } catch (const Error& e) {
-      reject(r, e.code(), e.what());
+      // A runtime library the manifest's probe names is not installed: the device cannot be used here, which
+      // is information, not a broken plugin.
+      const std::string what = e.what();
+      for (const std::string& lib : m.probe.libraries) {
+        if (what.find(lib + ": cannot open shared object file") != std::string::npos) {
+          mark_inactive(r, m, "runtime not installed (" + lib + ": cannot open shared object file)");
+          return;
+        }
+      }
+      reject(r, e.code(), what);
     }
+    reports_.push_back(std::move(r));
+  }
+
+  // Why a backend's manifest probe says its device is absent ("" when present or when there is no probe).
+  static std::string probe_failure(const Manifest& m) {
+    if (m.kind != "device-backend" || m.probe.device_files.empty()) return {};
+    std::error_code ec;
+    for (const std::string& f : m.probe.device_files) {
+      if (fs::exists(f, ec)) return {};
+    }
+    return "no device: none of " + join(m.probe.device_files, ", ") + " exists";
+  }
+
+  void mark_inactive(PluginReport& r, const Manifest& m, const std::string& why) {
+    r.loaded = false;
+    r.inactive = true;
+    r.reason = plugin_message_prefix(m.name, r.manifest) + "not loaded: " + why;
+    for (const std::string& dev : m.provides.devices) {
+      r.devices.push_back(dev + ": inactive (" + why + ")");
+      inactive_types_.emplace(dev, why);
+    }
+    spdlog::info("{}", r.reason);
     reports_.push_back(std::move(r));
   }
 
@@ -672,12 +729,7 @@ class Discoverer {
     if (std::string w = world_writable(canon_lib, "library"); !w.empty()) {
       throw Error(Code::kPermissionDenied, prefix + w);
     }
-    std::string actual = sha256_file(canon_lib);
-    if (actual != m.sha256) {
-      throw Error(Code::kDataLoss, prefix + "sha256 of " + lib.string() + " does not match the manifest: expected " +
-                                       m.sha256 + ", actual " + actual +
-                                       "; rebuild or regenerate the manifest with `ophost pack manifest`");
-    }
+    r.verified = verify_library_sha256(canon_lib, m.sha256, prefix);
     std::vector<std::string> missing;
     const auto& have = host_cpu_features();
     for (const auto& f : m.requires_.cpu_features) {
@@ -707,6 +759,19 @@ class Discoverer {
       }
       auto rep = std::find_if(reports_.begin(), reports_.end(),
                               [&](const PluginReport& r) { return r.loaded && r.manifest == p.manifest_path(); });
+      if (std::all_of(missing.begin(), missing.end(), [&](const std::string& d) { return inactive_types_.count(d); })) {
+        // Its devices are absent here: information, not a failure.
+        if (rep != reports_.end()) {
+          rep->loaded = false;
+          rep->inactive = true;
+          rep->ops.clear();
+          rep->reason = plugin_message_prefix(p.name(), p.manifest_path()) + "not loaded: needs device '" +
+                        missing.front() + "', which is inactive here (" + inactive_types_[missing.front()] + ")";
+          spdlog::info("{}", rep->reason);
+        }
+        loaded_.erase(loaded_.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
       std::string msg = plugin_message_prefix(p.name(), p.manifest_path()) + "requires device " +
                         join(missing, ", ") + " but no loaded device backend provides it (loaded: " +
                         (types.empty() ? std::string("none") : join({types.begin(), types.end()}, ", ")) +
@@ -721,6 +786,7 @@ class Discoverer {
 
   void run(std::vector<fs::path>& roots_out) {
     std::vector<fs::path> seen;
+    std::vector<std::pair<fs::path, fs::path>> found;  // (root, plugin folder), in search order
     for (const auto& root : plugin_search_roots(o_)) {
       std::error_code ec;
       fs::path canon = fs::weakly_canonical(root, ec);
@@ -745,11 +811,34 @@ class Discoverer {
       std::sort(dirs.begin(), dirs.end(),
                 [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
       spdlog::debug("plugin root {}: {} plugin folder(s)", root.string(), dirs.size());
-      for (const auto& d : dirs) examine(root, d);
+      for (const auto& d : dirs) found.emplace_back(root, d);
     }
+    // Device types whose every backend's probe fails, before any plugin is examined (a pack may come before
+    // its backend in search order). Manifests that cannot be read here are reported by examine().
+    std::set<std::string> present;
+    for (const auto& [root, dir] : found) {
+      try {
+        const fs::path mp = dir / kManifestFileName;
+        const Manifest& m = manifests_.emplace(mp, read_manifest(mp)).first->second;
+        if (m.kind != "device-backend" || disabled(m.name) || disabled(dir.filename().string())) continue;
+        std::string why = probe_failure(m);
+        for (const std::string& dev : m.provides.devices) {
+          if (why.empty()) present.insert(dev);
+          else inactive_types_.emplace(dev, why);
+        }
+      } catch (const Error&) {
+      }
+    }
+    for (const std::string& dev : present) inactive_types_.erase(dev);
+    for (const auto& [root, dir] : found) examine(root, dir);
     check_required_devices();
     for (const auto& name : o_.required_plugins) {
       bool ok = std::any_of(loaded_.begin(), loaded_.end(), [&](const auto& p) { return p->name() == name; });
+      auto inactive = std::find_if(reports_.begin(), reports_.end(),
+                                   [&](const PluginReport& r) { return r.inactive && r.name == name; });
+      if (!ok && inactive != reports_.end()) {
+        throw Error(Code::kFailedPrecondition, inactive->reason + " (the plugin is required, so this is an error)");
+      }
       if (!ok) {
         std::vector<std::string> rs;
         for (const auto& r : roots_out) rs.push_back(r.string());
@@ -762,8 +851,10 @@ class Discoverer {
 
   std::vector<PluginReport> reports_;
   std::vector<std::unique_ptr<LoadedPlugin>> loaded_;
+  std::map<std::string, std::string> inactive_types_;  // device type -> why it is inactive
 
  private:
+  std::map<fs::path, Manifest> manifests_;  // read once per discovery
   const DiscoveryOptions& o_;
   std::vector<std::pair<std::string, std::string>> disable_;
   std::map<std::string, fs::path> claimed_;
@@ -777,6 +868,7 @@ PluginSet PluginSet::discover(const DiscoveryOptions& options) {
   d.run(set.roots_);
   set.reports_ = std::move(d.reports_);
   set.loaded_ = std::move(d.loaded_);
+  set.inactive_devices_ = std::move(d.inactive_types_);
   return set;
 }
 
@@ -813,6 +905,8 @@ Manifest manifest_from_library(const fs::path& library, std::string_view kind, c
   m.platform = {host_os(), host_arch()};
   m.requires_.devices = extras.requires_devices;
   m.requires_.cpu_features = extras.cpu_features;
+  m.probe.device_files = extras.probe_device_files;
+  m.probe.libraries = extras.probe_libraries;
   for (const auto* op : lp->ops()) {
     m.provides.ops.push_back(ManifestOp{normalize_domain(op->domain), op->name, op->since_version, op->end_version,
                                         op->device});

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -103,11 +104,15 @@ class PluginSet {
   const LoadedPlugin* find(std::string_view name) const noexcept;
   // The roots searched, in order (after de-duplication).
   const std::vector<std::filesystem::path>& roots() const noexcept { return roots_; }
+  // Device types whose backends were found but not loaded because the device is absent here, with the reason
+  // ("no device: none of /dev/nvidiactl, /dev/nvidia0 exists").
+  const std::map<std::string, std::string>& inactive_devices() const noexcept { return inactive_devices_; }
 
  private:
   std::vector<PluginReport> reports_;
   std::vector<std::unique_ptr<LoadedPlugin>> loaded_;
   std::vector<std::filesystem::path> roots_;
+  std::map<std::string, std::string> inactive_devices_;
 };
 
 // The search roots for `options`, in order (env and default dir included as enabled; not checked to exist).
@@ -122,6 +127,8 @@ struct ManifestExtras {
   std::string license;
   std::vector<std::string> requires_devices;
   std::vector<std::string> cpu_features;
+  std::vector<std::string> probe_device_files;  // manifest "probe" (device backends)
+  std::vector<std::string> probe_libraries;
 };
 
 // For `ophost pack manifest`: loads `library` without a manifest, runs the handshake, validates the tables and

@@ -61,6 +61,15 @@ std::vector<OpProfile> Session::write_profile(const std::filesystem::path& file)
   if (!out) throw Error(Code::kInvalidArgument, "cannot write profile '" + file.string() + "'");
   out << events.dump(1) << "\n";
   if (!out) throw Error(Code::kDataLoss, "writing profile '" + file.string() + "' failed");
+  // The implementations each op type's kernels report (KernelInfo), distinct, in node order.
+  const std::vector<KernelInfo> kernels = kernel_infos(s);
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    auto it = totals.find(s.nodes[i].node->op_type);
+    const std::string& impl = kernels[i].implementation;
+    if (it == totals.end() || impl.empty()) continue;
+    std::string& impls = it->second.implementations;
+    if (("," + impls + ",").find("," + impl + ",") == std::string::npos) impls += (impls.empty() ? "" : ",") + impl;
+  }
   std::vector<OpProfile> result;
   for (auto& [k, v] : totals) result.push_back(v);
   std::sort(result.begin(), result.end(), [](const OpProfile& a, const OpProfile& b) { return a.total_us > b.total_us; });

@@ -238,6 +238,7 @@ MemoryStats Session::memory_stats() const {
 }
 size_t Session::node_count() const noexcept { return impl_->nodes.size(); }
 size_t Session::copy_count() const noexcept { return impl_->copy_count; }
+std::vector<KernelInfo> Session::kernels() const { return kernel_infos(*impl_); }
 std::map<std::string, size_t> Session::nodes_per_device() const {
   std::map<std::string, size_t> m;
   for (const PreparedNode& pn : impl_->nodes)

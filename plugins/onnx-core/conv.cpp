@@ -250,6 +250,7 @@ struct Prim {
   bool reorder_src = false, reorder_dst = false, has_bias = false;
   dnnl::reorder src_r, dst_r, wei_r;
   memory wei;  // reordered constant weights (empty when weights are not constant)
+  std::string impl;  // oneDNN's implementation name (impl_info_str), e.g. "jit_dw:avx2", "brgconv:avx512_core"
   size_t scratch_bytes = 0, src_bytes = 0, dst_bytes = 0;
 };
 
@@ -317,6 +318,10 @@ class ConvKernel {
       xs.push_back(b.present());
       auto built = build(xs, const_w ? const_w_shape_ : std::vector<int64_t>(w.shape().begin(), w.shape().end()),
                          b.present());
+      // Built now, for shapes known only while running: the host's load-time check did not see it.
+      if (is_reference_impl(built->impl))
+        oph::log(OPH_LOG_WARN, op + " on X " + shape_str(xs) + ": oneDNN has only reference code (" + built->impl +
+                                   ") for this convolution on this CPU; expect it to be 10-100x slower");
       std::lock_guard lock(mu_);
       if (cache_.size() > 16) cache_.clear();  // dynamic shapes: keep the cache bounded
       p = cache_.emplace(key, built).first->second;
@@ -327,6 +332,19 @@ class ConvKernel {
       fail(op + ": B must have shape [" + std::to_string(p->g.OC) + "], got " + shape_str(b.shape()));
     if (oph::numel(p->g.out_shape) == 0) return;
     run(*p, x.data(), w.data(), b.present() ? b.data() : nullptr, y.data());
+  }
+
+  // Every distinct oneDNN implementation this node has built ("oneDNN jit_dw:avx2"); reference when any is.
+  oph::Implementation implementation() {
+    std::lock_guard lock(mu_);
+    oph::Implementation out;
+    std::set<std::string> seen;
+    for (const auto& [key, p] : cache_) {
+      if (!seen.insert(p->impl).second) continue;
+      out.name += (out.name.empty() ? "oneDNN " : ", ") + p->impl;
+      out.reference = out.reference || is_reference_impl(p->impl);
+    }
+    return out;
   }
 
  private:
@@ -350,55 +368,76 @@ class ConvKernel {
       for (size_t i = 0; i < n; ++i) pr[i] -= g.outpad[i];  // output_padding: extra rows at the end
     // Depthwise: the jit kernels want blocked (or channels-last) activations; let oneDNN choose there.
     const bool depthwise = !a_.transpose && g.G > 1 && g.G == g.C && g.G == g.OC;
-    // Layouts (measured on PP-OCRv4 det, AVX-512): plain NCHW for pointwise convolutions (a plain sgemm, no
-    // im2col); for other kernels oneDNN picks (channels-last brgconv beats NCHW im2col+gemm 2x even with the
-    // reorders); depthwise runs on nChw16c (cheap reorders, jit_dw kernel) when the channels allow.
+    // Layouts (measured on PP-OCRv4 det): plain NCHW for pointwise convolutions (a plain sgemm, no im2col); for
+    // other kernels oneDNN picks (channels-last brgconv beats NCHW im2col+gemm 2x even with the reorders);
+    // depthwise runs on channel blocks of the ISA's vector width (nChw16c on AVX-512, nChw8c on AVX2: the
+    // jit_dw kernels of each ISA take only their own block size; the other one falls to reference code).
     bool pointwise = true;
     for (size_t i = 0; i < n; ++i) pointwise = pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0;
     const bool use_any = !a_.transpose && (depthwise || !pointwise);
-    memory::desc src_any = use_any ? memory::desc(src_dims, memory::data_type::f32, tag::any) : p->user_src;
-    memory::desc dst_any = use_any ? memory::desc(dst_dims, memory::data_type::f32, tag::any) : p->user_dst;
-    if (depthwise && n == 2 && g.C % 16 == 0) {
-      src_any = memory::desc(src_dims, memory::data_type::f32, tag::aBcd16b);
-      dst_any = memory::desc(dst_dims, memory::data_type::f32, tag::aBcd16b);
+    // Candidate activation layouts, best first; the first whose primitive is not a reference implementation
+    // wins (a layout tuned for one ISA must never fall back to reference code on another).
+    std::vector<tag> candidates;
+    if (depthwise && n == 2) {
+      const int block = dnnl_channel_block();
+      if (g.C % block == 0) candidates.push_back(block == 16 ? tag::aBcd16b : tag::aBcd8b);
+      candidates.push_back(tag::acdb);  // channels-last
     }
+    candidates.push_back(use_any ? tag::any : pt);
+    if (use_any) candidates.push_back(pt);
+    if (!a_.transpose && n == 2 && !use_any) candidates.push_back(tag::any);
     memory::desc wei_any(p->user_wei.dims(), memory::data_type::f32, tag::any);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (!a_.activation.empty()) attr.set_post_ops(activation_post_ops(a_));
-    try {
-      if (!a_.transpose) {
-        auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                         dnnl::algorithm::convolution_direct, src_any, wei_any,
-                                                         p->bias_md, dst_any, strides, dil, pl, pr)
-                      : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                         dnnl::algorithm::convolution_direct, src_any, wei_any,
-                                                         dst_any, strides, dil, pl, pr);
-        dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
-        p->src_md = pd.src_desc();
-        p->dst_md = pd.dst_desc();
-        p->wei_md = pd.weights_desc();
-        p->scratch_bytes = pd.scratchpad_desc().get_size();
-        p->prim = dnnl::convolution_forward(pd);
-      } else {
-        auto d = bias ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                           dnnl::algorithm::deconvolution_direct, p->user_src, wei_any,
-                                                           p->bias_md, p->user_dst, strides, dil, pl, pr)
-                      : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                           dnnl::algorithm::deconvolution_direct, p->user_src, wei_any,
-                                                           p->user_dst, strides, dil, pl, pr);
-        dnnl::deconvolution_forward::primitive_desc pd(d, attr, eng);
-        p->src_md = pd.src_desc();
-        p->dst_md = pd.dst_desc();
-        p->wei_md = pd.weights_desc();
-        p->scratch_bytes = pd.scratchpad_desc().get_size();
-        p->prim = dnnl::deconvolution_forward(pd);
+    std::string first_error;
+    bool built = false;
+    for (size_t ci = 0; ci < candidates.size(); ++ci) {
+      const tag t = candidates[ci];
+      const bool last = ci + 1 == candidates.size();
+      memory::desc src_md(src_dims, memory::data_type::f32, t), dst_md(dst_dims, memory::data_type::f32, t);
+      try {
+        if (!a_.transpose) {
+          auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                           dnnl::algorithm::convolution_direct, src_md, wei_any,
+                                                           p->bias_md, dst_md, strides, dil, pl, pr)
+                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                           dnnl::algorithm::convolution_direct, src_md, wei_any,
+                                                           dst_md, strides, dil, pl, pr);
+          dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+          if (!last && is_reference_impl(pd.impl_info_str())) continue;
+          p->src_md = pd.src_desc();
+          p->dst_md = pd.dst_desc();
+          p->wei_md = pd.weights_desc();
+          p->scratch_bytes = pd.scratchpad_desc().get_size();
+          p->impl = pd.impl_info_str();
+          p->prim = dnnl::convolution_forward(pd);
+        } else {
+          auto d = bias ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                             dnnl::algorithm::deconvolution_direct, src_md, wei_any,
+                                                             p->bias_md, dst_md, strides, dil, pl, pr)
+                        : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                             dnnl::algorithm::deconvolution_direct, src_md, wei_any,
+                                                             dst_md, strides, dil, pl, pr);
+          dnnl::deconvolution_forward::primitive_desc pd(d, attr, eng);
+          if (!last && is_reference_impl(pd.impl_info_str())) continue;
+          p->src_md = pd.src_desc();
+          p->dst_md = pd.dst_desc();
+          p->wei_md = pd.weights_desc();
+          p->scratch_bytes = pd.scratchpad_desc().get_size();
+          p->impl = pd.impl_info_str();
+          p->prim = dnnl::deconvolution_forward(pd);
+        }
+        built = true;
+        break;
+      } catch (const dnnl::error& e) {
+        if (first_error.empty()) first_error = e.what();
       }
-    } catch (const dnnl::error& e) {
-      fail(a_.op + ": oneDNN cannot build this convolution (X " + shape_str(xs) + ", W " + shape_str(wshape) +
-               "): " + e.what(),
-           OPH_CODE_UNIMPLEMENTED);
     }
+    if (!built)
+      fail(a_.op + ": oneDNN cannot build this convolution (X " + shape_str(xs) + ", W " + shape_str(wshape) +
+               "): " + first_error,
+           OPH_CODE_UNIMPLEMENTED);
     p->reorder_src = p->src_md != p->user_src;
     p->reorder_dst = p->dst_md != p->user_dst;
     if (p->reorder_src) {

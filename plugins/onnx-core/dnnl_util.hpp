@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <thread>
 
 namespace onnx_core {
@@ -19,6 +20,29 @@ namespace onnx_core {
 inline dnnl::engine& cpu_engine() {
   static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   return eng;
+}
+
+// A oneDNN implementation name (primitive_desc::impl_info_str) of reference code: "ref:any", "ref_int8:any",
+// "gemm:ref" (rare), ... These run scalar loops 10-100x slower than the jit kernels.
+inline bool is_reference_impl(std::string_view impl) {
+  return impl.rfind("ref", 0) == 0 || impl.find(":ref") != std::string_view::npos;
+}
+
+// Channel block of the blocked activation layouts (nChw16c / nChw8c) that oneDNN's jit kernels take on the ISA
+// it runs at (after ONEDNN_MAX_CPU_ISA): 16 floats from AVX-512 on, else 8 (AVX2, AVX, SSE4.1).
+inline int dnnl_channel_block() {
+  static const int b = [] {
+    switch (dnnl::get_effective_cpu_isa()) {
+      case dnnl::cpu_isa::sse41:
+      case dnnl::cpu_isa::avx:
+      case dnnl::cpu_isa::avx2:
+      case dnnl::cpu_isa::avx2_vnni:
+        return 8;
+      default:
+        return 16;
+    }
+  }();
+  return b;
 }
 
 // Threads the host's parallel_for actually uses: distinct threads that run chunks of a probe loop (a few

@@ -9,6 +9,7 @@
 #                     SOURCES a.cpp ... [LINK_LIBRARIES ...]
 #                     [DESCRIPTION "..."] [LICENSE "..."]
 #                     [REQUIRES_DEVICES cpu ...] [CPU_FEATURES avx2 ...]
+#                     [PROBE_DEVICE_FILES /dev/x ...] [PROBE_LIBRARIES libxrt.so.1 ...]
 #                     [OUTPUT_DIR dir] [NO_INSTALL] [CHECK])
 #
 # Produces the module library `lib<NAME>.so` (a device backend: `lib<NAME>-backend.so`) in <OUTPUT_DIR>/<NAME>/ (default: the ophost build tree's
@@ -51,7 +52,7 @@ endfunction()
 function(ophost_add_plugin)
   # PARSE_ARGV keeps a quoted value with ';' in it as one value (plain ${ARGN} would split it).
   cmake_parse_arguments(PARSE_ARGV 0 P "NO_INSTALL;CHECK" "NAME;VERSION;KIND;DESCRIPTION;LICENSE;OUTPUT_DIR"
-                        "SOURCES;LINK_LIBRARIES;REQUIRES_DEVICES;CPU_FEATURES")
+                        "SOURCES;LINK_LIBRARIES;REQUIRES_DEVICES;CPU_FEATURES;PROBE_DEVICE_FILES;PROBE_LIBRARIES")
   if(P_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "ophost_add_plugin(${P_NAME}): unknown arguments: ${P_UNPARSED_ARGUMENTS}")
   endif()
@@ -126,6 +127,12 @@ function(ophost_add_plugin)
   endforeach()
   foreach(f IN LISTS P_CPU_FEATURES)
     list(APPEND args --cpu-feature ${f})
+  endforeach()
+  foreach(f IN LISTS P_PROBE_DEVICE_FILES)
+    list(APPEND args --probe-device-file ${f})
+  endforeach()
+  foreach(l IN LISTS P_PROBE_LIBRARIES)
+    list(APPEND args --probe-library ${l})
   endforeach()
   set(check_cmd)
   if(P_CHECK)

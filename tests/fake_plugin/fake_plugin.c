@@ -9,7 +9,7 @@
  *   FAKE_BAD_TYPE_VAR        an input names a type variable no constraint defines
  *   FAKE_USE_HELPER          calls into libfake_helper.so (a dependency not on the loader's path)
  *   FAKE_WIDE_STRUCTS        boundary structs larger than ABI 1.0 (as a newer minor would write them)
- *   FAKE_MIN_STRUCTS         io and alias defs declare a struct_size smaller than the host's sizeof (ending at
+ *   FAKE_MIN_STRUCTS         io, alias and op defs declare a struct_size smaller than the host's sizeof (ending at
  *                            their last field, as an older minor's smaller structs would); compute copies x
  *   FAKE_MISBEHAVE           with fake_misbehave.cpp: create_kernel / compute come from that C++ file, which
  *                            misbehaves as one of its FAKE_MB_* switches says (see there)
@@ -116,8 +116,14 @@ static const oph_attr_def k_attrs[2] = {
 #endif
 static const oph_alias_def k_aliases[1] = {{ALIAS_DEF_SIZE, 0, 0, OPH_ALIAS_MAY_INPLACE}};
 
+/* FAKE_MIN_STRUCTS: the op def of a 1.0 pack ends at `doc` (1.1 appended kernel_impl). */
+#if defined(FAKE_MIN_STRUCTS)
+#define OP_DEF_SIZE offsetof(oph_op_def, kernel_impl)
+#else
+#define OP_DEF_SIZE sizeof(OP_STRUCT)
+#endif
 #define ECHO_DEF(since, end)                                                                              \
-  {sizeof(OP_STRUCT), "fake", "echo", (since), (end), "cpu", IO_INPUTS, NUM_INPUTS, IO_OUTPUTS, 1,        \
+  {OP_DEF_SIZE, "fake", "echo", (since), (end), "cpu", IO_INPUTS, NUM_INPUTS, IO_OUTPUTS, 1,        \
    IO_CONSTRAINTS, 1, k_attrs, 2, k_aliases, 1, 0, NULL, echo_infer, CREATE_FN, DESTROY_FN, COMPUTE_FN,  \
    "copies its input"}
 

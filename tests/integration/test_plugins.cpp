@@ -3,10 +3,12 @@
 #include "integration_support.hpp"
 
 #include "model/npy.hpp"
+#include "plugins/manifest.hpp"
 
 #include <ophost/error.hpp>
 #include <ophost/runtime.hpp>
 
+#include <fstream>
 #include <regex>
 
 namespace ophost::itest {
@@ -452,6 +454,45 @@ TEST(SearchPath, SameRootTwiceDoesNotConflictWithItself) {
   ProcResult run = ophost({"run", (kExamples / "mixed_small.onnx").string(), "--random", "--plugin-path",
                            kPluginDir.string()});
   EXPECT_EQ(run.exit_code, 0) << run.describe();
+}
+
+// A machine without a GPU never maps a GPU runtime: the CUDA and HIP backends' manifest probes find no device
+// node, so neither they nor the packs that need their devices are loaded (every bundled plugin installed).
+TEST(StartUp, WithoutAGpuNoGpuRuntimeIsMapped) {
+  for (const char* node : {"/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd"})
+    if (fs::exists(node)) GTEST_SKIP() << node << " exists: this machine has a GPU, whose runtime may be mapped";
+  RuntimeOptions o;
+  o.plugin_paths = {kPluginDir};
+  o.use_env_plugin_path = false;
+  o.use_default_plugin_dir = false;
+  Runtime rt(o);
+  auto session = rt.load(kExamples / "mixed_small.onnx");
+  Tensor x = read_npy(kExamples / "mixed_small.input.x.npy");
+  auto out = session->run({{"x", x}});
+  ASSERT_EQ(out.size(), 1u);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    for (const char* lib : {"libcudart", "libcublas", "libcuda.so", "libamdhip64", "libhsa-runtime"})
+      EXPECT_EQ(line.find(lib), std::string::npos) << "mapped without a device: " << line;
+  }
+  for (const PluginReport& r : rt.plugins()) {
+    if (r.name == "cuda" || r.name == "hip" || r.name == "cuda-core" || r.name == "myops-cuda" ||
+        r.name == "myops-hip") {
+      EXPECT_FALSE(r.loaded) << r.name;
+      EXPECT_TRUE(r.inactive) << r.name << ": " << r.reason;
+    }
+  }
+}
+
+// `--device cuda` without a CUDA device stays a clear error, naming why (the probe's finding).
+TEST(StartUp, RequestingAnAbsentGpuIsAClearError) {
+  if (fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0")) GTEST_SKIP() << "this machine has an NVIDIA GPU";
+  if (!fs::exists(kPluginDir / "cuda" / kManifestFileName)) GTEST_SKIP() << "the CUDA backend is not built here";
+  ProcResult r = ophost({"run", (kExamples / "mixed_small.onnx").string(), "--random", "--device", "cuda",
+                         "--plugin-path", kPluginDir.string()});
+  EXPECT_CLEAN_FAILURE(r);
+  EXPECT_CONTAINS(r.err, "device 'cuda' was requested but its backend is inactive: no device: none of /dev/nvidiactl");
 }
 
 }  // namespace

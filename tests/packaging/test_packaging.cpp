@@ -144,7 +144,7 @@ TEST(AbiCompat, SmallerStructSizeOfAnOlderProducerLoadsAndRuns) {
 TEST(AbiCompat, MinorRequiredAboveTheHostIsRejectedNamingBothVersions) {
   TempDir tmp;
   fs::path root = tmp.path() / "plugins";
-  // The manifest claims ABI 1.0 (so the pre-dlopen check passes); the library's handshake says 1.1.
+  // The manifest claims the host's ABI (so the pre-dlopen check passes); the handshake says the next minor.
   Manifest m = manifest_from_library(FAKE_PLUGIN_fakegood, "operator-pack");
   fs::path lib = FAKE_PLUGIN_fakeminor;
   fs::create_directories(root / "fakeminor");
@@ -154,7 +154,8 @@ TEST(AbiCompat, MinorRequiredAboveTheHostIsRejectedNamingBothVersions) {
   m.sha256 = sha256_file(lib);
   write_manifest(m, root / "fakeminor" / kManifestFileName);
   ProcResult r = itest::ophost({"plugins", "-v", "--plugin-path", root.string()});
-  EXPECT_CONTAINS(r.out + r.err, "the library requires ABI 1.1 but this host provides ABI 1.0");
+  EXPECT_CONTAINS(r.out + r.err, "the library requires ABI 1." + std::to_string(OPH_ABI_MINOR + 1) +
+                                     " but this host provides ABI 1." + std::to_string(OPH_ABI_MINOR));
 }
 
 }  // namespace

@@ -121,7 +121,8 @@ OPH_FROZEN_OFFSET(oph_op_def, create_kernel, 144);
 OPH_FROZEN_OFFSET(oph_op_def, destroy_kernel, 152);
 OPH_FROZEN_OFFSET(oph_op_def, compute, 160);
 OPH_FROZEN_OFFSET(oph_op_def, doc, 168);
-OPH_FROZEN_SIZE(oph_op_def, 176);
+OPH_FROZEN_OFFSET(oph_op_def, kernel_impl, 176); /* 1.1 */
+OPH_FROZEN_SIZE(oph_op_def, 184);
 
 OPH_FROZEN_OFFSET(oph_device_properties, name, 8);
 OPH_FROZEN_OFFSET(oph_device_properties, total_memory, 40);

@@ -1,12 +1,15 @@
 // Plugin discovery and loading: search order, disabling, shadowing, every pre- and post-dlopen check.
 #include "fake_plugin/test_support.hpp"
 #include "plugins/plugin_set.hpp"
+#include "plugins/verify_cache.hpp"
 #include "registry/registry.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+
+#include <fstream>
 
 namespace ophost {
 namespace {
@@ -23,6 +26,9 @@ using test::ScopedEnv;
 using test::TempDir;
 
 const fs::path kGood = FAKE_PLUGIN_fakegood;
+
+// "1.<minor>" of this host.
+std::string host_abi() { return "1." + std::to_string(OPH_ABI_MINOR); }
 
 // Loads the single plugin of `root`; returns its report (which must exist).
 PluginReport discover_one(const fs::path& root) {
@@ -135,15 +141,16 @@ TEST_F(Loader, UnknownManifestKey) {
 TEST_F(Loader, AbiMajorMismatchInManifest) {
   install_plugin(tmp_.path(), "fakegood", kGood, "fakegood", [](Manifest& m) { m.abi = {2, 0, 0}; });
   std::string msg = rejection(tmp_.path(), "fakegood", true);
-  EXPECT_THAT(msg, HasSubstr("built for ABI 2.0 (major 2) but this host provides ABI 1.0"));
-  EXPECT_THAT(msg, HasSubstr("rebuild the plugin against SDK 1.0"));
+  EXPECT_THAT(msg, HasSubstr("built for ABI 2.0 (major 2) but this host provides ABI " + host_abi()));
+  EXPECT_THAT(msg, HasSubstr("rebuild the plugin against SDK " + host_abi()));
 }
 
 TEST_F(Loader, MinorRequiredAboveHostInManifest) {
-  install_plugin(tmp_.path(), "fakegood", kGood, "fakegood", [](Manifest& m) { m.abi = {1, 3, 3}; });
+  install_plugin(tmp_.path(), "fakegood", kGood, "fakegood",
+                 [](Manifest& m) { m.abi = {1, OPH_ABI_MINOR + 2, OPH_ABI_MINOR + 2}; });
   std::string msg = rejection(tmp_.path(), "fakegood", true);
-  EXPECT_THAT(msg, HasSubstr("requires ABI 1.3 but this host provides ABI 1.0; upgrade ophost or rebuild the "
-                             "plugin against SDK 1.0"));
+  EXPECT_THAT(msg, HasSubstr("requires ABI 1." + std::to_string(OPH_ABI_MINOR + 2) + " but this host provides ABI " +
+                             host_abi() + "; upgrade ophost or rebuild the plugin against SDK " + host_abi()));
 }
 
 TEST_F(Loader, PlatformMismatch) {
@@ -219,15 +226,16 @@ TEST_F(Loader, EntryReturnsError) {
 TEST_F(Loader, PluginInfoAbiMajorMismatch) {
   install_plugin(tmp_.path(), "fakeabi2", FAKE_PLUGIN_fakeabi2, "fakeabi2");
   std::string msg = rejection(tmp_.path(), "fakeabi2", false);
-  EXPECT_THAT(msg, HasSubstr("the library reports ABI major 2 but this host provides ABI 1.0"));
+  EXPECT_THAT(msg, HasSubstr("the library reports ABI major 2 but this host provides ABI " + host_abi()));
 }
 
 TEST_F(Loader, PluginInfoMinorRequiredAboveHost) {
-  // The manifest claims 1.0 (passes the pre-dlopen check); the library itself says it needs 1.1.
+  // The manifest claims the host's ABI (passes the pre-dlopen check); the library itself says it needs the next.
   install_plugin(tmp_.path(), "fakeminor", FAKE_PLUGIN_fakeminor, "fakeminor");
   std::string msg = rejection(tmp_.path(), "fakeminor", false);
-  EXPECT_THAT(msg, HasSubstr("the library requires ABI 1.1 but this host provides ABI 1.0; upgrade ophost or "
-                             "rebuild the plugin against SDK 1.0"));
+  EXPECT_THAT(msg, HasSubstr("the library requires ABI 1." + std::to_string(OPH_ABI_MINOR + 1) +
+                             " but this host provides ABI " + host_abi() + "; upgrade ophost or rebuild the plugin "
+                             "against SDK " + host_abi()));
 }
 
 TEST_F(Loader, InvalidOpTable) {
@@ -310,6 +318,114 @@ TEST_F(Loader, RequiredDeviceWithoutBackendRejectsThePack) {
   write_manifest(manifest_from_library(lib, "device-backend"), tmp_ / "fakedev" / kManifestFileName);
   PluginSet set = PluginSet::discover(only({tmp_.path()}));
   EXPECT_EQ(set.loaded().size(), 2u);
+}
+
+// ---- device probes: a backend whose device is absent is never loaded ----------------------------------------
+
+// A fakedev backend whose manifest probe names `device_file`.
+void install_probed_backend(const fs::path& root, const std::string& device_file) {
+  fs::path lib = FAKE_PLUGIN_fakedev;
+  Manifest m = manifest_from_library(lib, "device-backend");
+  m.probe.device_files = {device_file};
+  m.probe.libraries = {"libfakedevrt.so.1"};
+  fs::create_directories(root / "fakedev");
+  fs::copy_file(lib, root / "fakedev" / lib.filename());
+  write_manifest(m, root / "fakedev" / kManifestFileName);
+}
+
+TEST_F(Loader, BackendWhoseProbeFindsNoDeviceIsInactiveAndNeverLoaded) {
+  install_probed_backend(tmp_.path(), (tmp_ / "no-such-device").string());
+  // A pack that needs that device: not loaded either, and not a rejection.
+  install_plugin(tmp_.path(), "fakegood", kGood, "fakegood", [](Manifest& m) { m.requires_.devices = {"fakedev"}; });
+  size_t before = dlopen_count();
+  PluginSet set = PluginSet::discover(only({tmp_.path()}));
+  EXPECT_EQ(dlopen_count(), before) << "neither the backend nor the pack that needs it may be dlopen'ed";
+  EXPECT_TRUE(set.loaded().empty());
+  const PluginReport* dev = report_for(set, "fakedev");
+  const PluginReport* pack = report_for(set, "fakegood");
+  ASSERT_TRUE(dev && pack);
+  EXPECT_FALSE(dev->loaded);
+  EXPECT_TRUE(dev->inactive);
+  EXPECT_THAT(dev->reason, HasSubstr("not loaded: no device: none of " + (tmp_ / "no-such-device").string() +
+                                     " exists"));
+  EXPECT_THAT(dev->devices, ElementsAre(StartsWith("fakedev: inactive (no device: none of ")));
+  EXPECT_TRUE(pack->inactive);
+  EXPECT_THAT(pack->reason, HasSubstr("not loaded: needs device 'fakedev', which is inactive here (no device: "));
+  ASSERT_EQ(set.inactive_devices().count("fakedev"), 1u);
+
+  // Required, it is an error that says why.
+  DiscoveryOptions o = only({tmp_.path()});
+  o.required_plugins = {"fakedev"};
+  try {
+    PluginSet::discover(o);
+    FAIL() << "a required backend without its device must be an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no device: none of"));
+    EXPECT_THAT(e.what(), HasSubstr("the plugin is required"));
+  }
+}
+
+TEST_F(Loader, BackendWhoseProbeFindsItsDeviceLoads) {
+  fs::path node = tmp_ / "fake-device-node";
+  std::ofstream(node) << "";
+  install_probed_backend(tmp_.path(), node.string());
+  install_plugin(tmp_.path(), "fakegood", kGood, "fakegood", [](Manifest& m) { m.requires_.devices = {"fakedev"}; });
+  PluginSet set = PluginSet::discover(only({tmp_.path()}));
+  EXPECT_EQ(set.loaded().size(), 2u);
+  EXPECT_TRUE(set.inactive_devices().empty());
+  EXPECT_TRUE(report_for(set, "fakedev")->loaded);
+}
+
+// ---- sha256 verification: computed once per file version, then taken from the per-user cache ----------------
+
+TEST_F(Loader, LibraryDigestIsComputedOnceThenTakenFromTheCacheUntilTheFileChanges) {
+  ScopedEnv on("OPHOST_VERIFY_CACHE", std::nullopt);
+  ScopedEnv dir("OPHOST_VERIFY_CACHE_DIR", (tmp_ / "cache").string());
+  install_plugin(tmp_.path() / "root", "fakegood", kGood, "fakegood");
+  PluginReport first = discover_one(tmp_ / "root");
+  ASSERT_TRUE(first.loaded) << first.reason;
+  EXPECT_THAT(first.verified, StartsWith("sha256 matches, computed ("));
+  EXPECT_THAT(first.verified, HasSubstr("remembered in " + (tmp_ / "cache").string()));
+  PluginReport second = discover_one(tmp_ / "root");
+  EXPECT_THAT(second.verified, StartsWith("sha256 matches, from the verification cache"));
+
+  // A cache folder others may write is not trusted: every start hashes.
+  fs::permissions(tmp_ / "cache", fs::perms::all);
+  PluginReport fourth = discover_one(tmp_ / "root");
+  EXPECT_THAT(fourth.verified, StartsWith("sha256 matches, computed ("));
+  EXPECT_THAT(fourth.verified, Not(HasSubstr("remembered")));
+  fs::permissions(tmp_ / "cache", fs::perms::owner_all);
+
+  // Off: hashed every time.
+  ScopedEnv off("OPHOST_VERIFY_CACHE", "0");
+  EXPECT_THAT(discover_one(tmp_ / "root").verified, Not(HasSubstr("cache")));
+}
+
+// On a plain file (a loaded library must not be written in place: it stays mapped until the process exits).
+TEST_F(Loader, CachedDigestNeverHidesAChangedFile) {
+  ScopedEnv on("OPHOST_VERIFY_CACHE", std::nullopt);
+  ScopedEnv dir("OPHOST_VERIFY_CACHE_DIR", (tmp_ / "cache").string());
+  const fs::path f = tmp_ / "data.bin";
+  std::ofstream(f, std::ios::binary) << std::string(4096, 'a');
+  const std::string digest = sha256_file(f);
+  EXPECT_THAT(verify_library_sha256(f, digest, "p: "), StartsWith("sha256 matches, computed ("));
+  EXPECT_THAT(verify_library_sha256(f, digest, "p: "), StartsWith("sha256 matches, from the verification cache"));
+  // Same size, one byte changed in place: the cached entry no longer matches the file's identity.
+  {
+    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(100);
+    io.put('b');
+  }
+  try {
+    verify_library_sha256(f, digest, "p: ");
+    FAIL() << "a changed file was accepted from the cache";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kDataLoss);
+    EXPECT_THAT(e.what(), HasSubstr("p: sha256 of " + f.string() + " does not match the manifest: expected " + digest));
+  }
+  // The same bytes written again: a new file version, hashed again (and the digest matches again).
+  std::ofstream(f, std::ios::binary | std::ios::trunc) << std::string(4096, 'a');
+  EXPECT_THAT(verify_library_sha256(f, digest, "p: "), StartsWith("sha256 matches, computed ("));
 }
 
 // ---- manifest_from_library (ophost pack manifest) ---------------------------------------------------------

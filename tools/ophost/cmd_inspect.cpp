@@ -10,11 +10,17 @@ int cmd_inspect(int argc, char** argv) {
   CommonOptions common;
   std::string model;
   std::vector<std::string> shapes;
-  bool memory = false;
+  bool memory = false, kernels = false, fail_on_reference = false;
   po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")("memory", po::bool_switch(&memory),
                                                     "print the static memory plan: planned peak vs lower bound")(
-      "shape", po::value(&shapes)->composing(), "NAME=D0,D1,...: shape of an input with unknown dims (for --memory)");
+      "kernels", po::bool_switch(&kernels),
+      "run the model once on deterministic random inputs (as run --random), then list every node's pack, device "
+      "and the implementation its kernel chose (e.g. oneDNN's jit_dw:avx2); REFERENCE marks slow fallback code")(
+      "fail-on-reference", po::bool_switch(&fail_on_reference),
+      "with --kernels: exit 1 when any node runs a reference implementation")(
+      "shape", po::value(&shapes)->composing(),
+      "NAME=D0,D1,...: shape of an input with unknown dims (for --memory and --kernels)");
   add_common_options(visible, common);
   po::options_description all;
   all.add(visible).add_options()("model", po::value(&model));
@@ -22,10 +28,11 @@ int cmd_inspect(int argc, char** argv) {
   pos.add("model", 1);
   po::variables_map vm;
   if (!parse(argc, argv, visible, all, pos, vm,
-             "Usage: ophost inspect MODEL [--memory] [--shape NAME=D0,D1,...]\n\n"
+             "Usage: ophost inspect MODEL [--memory] [--kernels] [--shape NAME=D0,D1,...]\n\n"
              "Loads MODEL (resolving every node against the loaded packs) and prints its inputs, outputs and\n"
              "node count; with --memory, the static memory plan's arena size beside the lower bound (the\n"
-             "largest total of live bytes at any step).\n")) {
+             "largest total of live bytes at any step); with --kernels, the implementation each node runs\n"
+             "(kernels may choose at their first run, so it runs the model once first).\n")) {
     return kExitOk;
   }
   if (model.empty()) throw po::error("missing MODEL");
@@ -57,6 +64,28 @@ int cmd_inspect(int argc, char** argv) {
                   "%zu in place\n",
                   p.arena_bytes, p.lower_bound, ratio, p.values, p.inplace);
     }
+  }
+  if (kernels) {
+    std::vector<NamedTensor> feeds = prepare_inputs(*session, {}, true, shapes);
+    session->run(feeds);
+    size_t reference = 0, known = 0;
+    std::printf("kernels (after one run):\n  %-32s %-24s %-12s %-6s %s\n", "node", "op", "pack", "device",
+                "implementation");
+    for (const KernelInfo& k : session->kernels()) {
+      known += !k.implementation.empty();
+      reference += k.reference;
+      std::printf("  %-32s %-24s %-12s %-6s %s%s\n", k.node.c_str(), k.op.c_str(), k.pack.c_str(), k.device.c_str(),
+                  k.implementation.empty() ? "-" : k.implementation.c_str(), k.reference ? "  REFERENCE" : "");
+    }
+    std::printf("kernels: %zu nodes, %zu report their implementation, %zu run reference code\n",
+                session->kernels().size(), known, reference);
+    if (fail_on_reference && reference > 0) {
+      std::fprintf(stderr, "error: %s: %zu node(s) run reference code (listed above with REFERENCE)\n",
+                   model.c_str(), reference);
+      return 1;
+    }
+  } else if (fail_on_reference) {
+    throw po::error("--fail-on-reference needs --kernels");
   }
   return kExitOk;
 }

@@ -25,6 +25,10 @@ int cmd_pack_manifest(int argc, char** argv) {
       "license", po::value(&extras.license), "license identifier")(
       "requires-device", po::value(&extras.requires_devices)->composing(), "device type the pack needs (repeatable)")(
       "cpu-feature", po::value(&extras.cpu_features)->composing(), "CPU feature the library needs (repeatable)")(
+      "probe-device-file", po::value(&extras.probe_device_files)->composing(),
+      "device backend: absolute path of a device node; the backend is loaded only when one exists (repeatable)")(
+      "probe-library", po::value(&extras.probe_libraries)->composing(),
+      "device backend: runtime library it links; missing, the backend is inactive, not rejected (repeatable)")(
       "log-level", po::value(&log_level), "log level");
   po::variables_map vm;
   if (!parse(argc, argv, visible, visible, {}, vm,

@@ -22,7 +22,7 @@ int cmd_plugins(int argc, char** argv) {
   }
   setup_logging(common.log_level, "error");
   Runtime runtime(runtime_options(common));
-  size_t loaded = 0, rejected = 0;
+  size_t loaded = 0, rejected = 0, inactive = 0;
   if (verbose) {
     std::cout << "search roots (in order):\n";
     for (const auto& root : runtime.plugin_roots()) {
@@ -41,17 +41,24 @@ int cmd_plugins(int argc, char** argv) {
       if (verbose) {
         std::cout << "          manifest " << r.manifest.string() << "\n";
         if (!r.library.empty()) std::cout << "          library  " << r.library.string() << "\n";
+        if (!r.verified.empty()) std::cout << "          verified " << r.verified << "\n";
         for (const std::string& d : r.devices) std::cout << "          device   " << d << "\n";
         for (const std::string& op : r.ops) std::cout << "          op       " << op << "\n";
       } else {
         for (const std::string& d : r.devices) std::cout << "          device   " << d << "\n";
       }
+    } else if (r.inactive) {
+      // Not loaded because its device is absent here: information, not a failure.
+      ++inactive;
+      std::cout << "inactive  " << r.name << " " << r.version << " (" << r.kind << "): " << r.reason << "\n";
+      if (verbose) std::cout << "          manifest " << r.manifest.string() << "\n";
     } else {
       ++rejected;
       std::cout << "rejected  " << r.name << ": " << r.reason << "\n";
     }
   }
-  std::cout << loaded << " loaded, " << rejected << " rejected\n";
+  std::cout << loaded << " loaded, " << inactive << " inactive (device absent, not loaded), " << rejected
+            << " rejected\n";
   return runtime.conflicts().empty() ? kExitOk : kExitError;
 }
 

@@ -193,11 +193,12 @@ void finish_profile(const Session& session, const CommonOptions& opts) {
   std::vector<OpProfile> ops = session.write_profile(opts.profile);
   double total = 0;
   for (const OpProfile& p : ops) total += p.total_us;
-  std::printf("profile: %s\n  %-24s %8s %12s %10s %7s\n", opts.profile.c_str(), "op type", "calls", "total us",
-              "avg us", "share");
+  std::printf("profile: %s\n  %-24s %8s %12s %10s %7s  %s\n", opts.profile.c_str(), "op type", "calls", "total us",
+              "avg us", "share", "implementation");
   for (const OpProfile& p : ops) {
-    std::printf("  %-24s %8lld %12.1f %10.2f %6.1f%%\n", p.op_type.c_str(), static_cast<long long>(p.calls),
-                p.total_us, p.total_us / static_cast<double>(p.calls), total > 0 ? 100.0 * p.total_us / total : 0.0);
+    std::printf("  %-24s %8lld %12.1f %10.2f %6.1f%%  %s\n", p.op_type.c_str(), static_cast<long long>(p.calls),
+                p.total_us, p.total_us / static_cast<double>(p.calls), total > 0 ? 100.0 * p.total_us / total : 0.0,
+                p.implementations.empty() ? "-" : p.implementations.c_str());
   }
 }
 

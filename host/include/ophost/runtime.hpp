@@ -46,7 +46,12 @@ struct PluginReport {
   std::string kind;              // "operator-pack" | "device-backend" | ""
   std::string version;
   bool loaded = false;
-  std::string reason;            // why it was rejected (empty when loaded)
+  // Not loaded, and that is information, not a failure: a device backend whose device is absent here (its
+  // manifest's probe found no device node, or its runtime library is not installed), or a pack that needs only
+  // such a device. `reason` says which; `devices` lists "<type>: inactive (<reason>)".
+  bool inactive = false;
+  std::string reason;            // why it was rejected or is inactive (empty when loaded)
+  std::string verified;          // how the library's sha256 was checked ("" when it was not loaded)
   std::vector<std::string> ops;  // "domain::name@since-end on device"
   std::vector<std::string> devices;  // device descriptions, "cpu: <name> ..." or "cuda: inactive (<reason>)"
 };
@@ -117,11 +122,25 @@ struct SessionOptions {
   std::vector<std::string> disabled_passes;
 };
 
-// Per-op-type totals of a profile.
+// Per-op-type totals of a profile. `implementations`: the distinct kernel implementations of the nodes of this
+// type (see KernelInfo), comma-separated; empty when no pack reports one.
 struct OpProfile {
   std::string op_type;
   int64_t calls = 0;
   double total_us = 0;
+  std::string implementations;
+};
+
+// Which kernel serves one node: the op, its pack and device, and the implementation the kernel reports
+// (oph_op_def.kernel_impl, ABI 1.1; e.g. "oneDNN jit_dw:avx2"). `implementation` is empty when the pack does not
+// say, or when the kernel chooses at its first run (shapes known only then): ask again after a run.
+struct KernelInfo {
+  std::string node;
+  std::string op;       // "domain::op_type" ("" domain shown as the op type alone)
+  std::string pack;
+  std::string device;
+  std::string implementation;
+  bool reference = false;  // a reference/fallback implementation (slow): the session warns at load
 };
 
 class Session;
@@ -184,6 +203,8 @@ class Session {
   // boundaries (constants uploaded at load are not copies).
   std::map<std::string, size_t> nodes_per_device() const;
   size_t copy_count() const noexcept;
+  // One entry per node (Copy nodes included), in execution order. Not to be called while a run is in progress.
+  std::vector<KernelInfo> kernels() const;
 
   // Number of nodes that run (Constant nodes folded at load excluded).
   size_t node_count() const noexcept;

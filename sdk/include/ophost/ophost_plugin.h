@@ -35,7 +35,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------------------------ */
 
 #define OPH_ABI_MAJOR 1
-#define OPH_ABI_MINOR 0
+#define OPH_ABI_MINOR 1
 
 /* Name of the single exported entry symbol; the ABI major is part of the name. */
 #define OPH_PLUGIN_ENTRY_SYMBOL "oph_plugin_entry_v1"
@@ -360,6 +360,15 @@ typedef struct oph_op_def {
   /* Runs the op. The state is read-only unless flags has SERIALIZE_COMPUTE. Required. */
   oph_status* (*compute)(void* state, const oph_compute_context* ctx);
   const char* doc; /* one line, may be NULL; static lifetime */
+
+  /* ABI 1.1. The implementation a node's kernel runs, for `ophost inspect --kernels`, the profile's per-op
+   * table and the host's warning about reference code, e.g. "oneDNN jit_dw:avx2". Optional: NULL (or absent,
+   * in a 1.0 pack) means unknown. Returns NULL while not known yet (chosen at the first compute when the shapes
+   * are known only then). Sets *is_reference to true for a reference/fallback implementation (correct, but
+   * typically 10-100x slower than the tuned one). The string belongs to the kernel state and stays valid until
+   * the next kernel_impl call on that state or destroy_kernel. The host never calls it during a compute on the
+   * same state. */
+  const char* (*kernel_impl)(void* state, bool* is_reference);
 } oph_op_def;
 
 /* ------------------------------------------------------------------------------------------------------ */

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <concepts>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -588,12 +589,24 @@ class KernelInit {
 };
 
 // Base of every kernel state built by this layer.
+// What a stateful kernel reports through oph_op_def.kernel_impl (ABI 1.1): define
+//   oph::Implementation implementation();
+// in the kernel class (called outside compute; empty name = not known yet).
+struct Implementation {
+  std::string name;        // e.g. "oneDNN jit_dw:avx2"
+  bool reference = false;  // a reference/fallback implementation (slow)
+};
+
 class KernelBase {
  public:
   KernelBase(const oph_op_def* op, const oph_kernel_create_args* a) : store_(op, a->attrs, a->num_attrs) {}
   virtual ~KernelBase() = default;
   virtual void compute(KernelContext& ctx) = 0;
+  // Unknown unless the kernel class defines implementation().
+  virtual Implementation implementation() { return {}; }
   Attrs attrs() const noexcept { return store_.view(); }
+  // Keeps the last implementation name alive for the C caller (oph_op_def.kernel_impl's lifetime rule).
+  std::string impl_name_;
 
  private:
   AttrStore store_;
@@ -649,6 +662,7 @@ class OpBuilder {
     def_.infer = &infer_thunk;
     def_.create_kernel = &create_thunk;
     def_.destroy_kernel = &destroy_thunk;
+    def_.kernel_impl = &impl_thunk;
     def_.compute = &compute_thunk;
   }
   OpBuilder(const OpBuilder&) = delete;
@@ -737,6 +751,12 @@ class OpBuilder {
       struct Holder final : KernelBase {
         Holder(const oph_op_def* op, const oph_kernel_create_args* a) : KernelBase(op, a), k(KernelInit(a)) {}
         void compute(KernelContext& ctx) override { k.compute(ctx); }
+        Implementation implementation() override {
+          if constexpr (requires { { k.implementation() } -> std::convertible_to<Implementation>; })
+            return k.implementation();
+          else
+            return {};
+        }
         K k;
       };
       return std::unique_ptr<KernelBase>(std::make_unique<Holder>(op, a));
@@ -900,6 +920,19 @@ class OpBuilder {
     });
   }
   static void destroy_thunk(void* state) { std::unique_ptr<KernelBase> owned(static_cast<KernelBase*>(state)); }
+  static const char* impl_thunk(void* state, bool* is_reference) noexcept {
+    try {
+      auto* k = static_cast<KernelBase*>(state);
+      if (k == nullptr) return nullptr;
+      Implementation impl = k->implementation();
+      if (impl.name.empty()) return nullptr;
+      if (is_reference) *is_reference = impl.reference;
+      k->impl_name_ = std::move(impl.name);
+      return k->impl_name_.c_str();
+    } catch (...) {
+      return nullptr;
+    }
+  }
   static oph_status* compute_thunk(void* state, const oph_compute_context* c) {
     return guarded("compute", [state, c] {
       auto* k = static_cast<KernelBase*>(state);
