@@ -31,6 +31,11 @@ TEST(CliBench, PrintsQuantilesAllocationsAndPoolPeak) {
   EXPECT_CONTAINS(r.out, "jitter p99/p50: ");
   // A static-shape model: nothing allocated in a steady-state run, and the pool peak is the planned arena.
   EXPECT_CONTAINS(r.out, "allocations per run: 0.00   pool peak bytes: 128 (arena planned 128, lower bound 128)");
+  // Start-up and footprint beside the latency.
+  ASSERT_TRUE(std::regex_search(
+      r.out, m, std::regex(R"(start-up ms: plugins ([0-9.]+)  session load ([0-9.]+)   peak RSS: ([0-9.]+) MiB)")))
+      << r.describe();
+  EXPECT_GT(std::stod(m[3]), 1.0);
 }
 
 TEST(CliBench, JsonHasTheSameFiguresAndTheJitterFloor) {
@@ -43,6 +48,8 @@ TEST(CliBench, JsonHasTheSameFiguresAndTheJitterFloor) {
   nlohmann::json j = nlohmann::json::parse(last);
   EXPECT_EQ(j.at("runs").get<int>(), 300);
   EXPECT_EQ(j.at("allocations_per_run").get<double>(), 0.0);
+  EXPECT_GT(j.at("peak_rss_kib").get<int64_t>(), 1024);
+  EXPECT_GE(j.at("load_ms").get<double>(), 0.0);
   EXPECT_LE(j.at("min_ms").get<double>(), j.at("p50_ms").get<double>());
   EXPECT_LE(j.at("p50_ms").get<double>(), j.at("p99_ms").get<double>());
   EXPECT_DOUBLE_EQ(j.at("jitter_p99_p50").get<double>(), j.at("p99_ms").get<double>() / j.at("p50_ms").get<double>());

@@ -8,10 +8,23 @@
 #include <algorithm>
 #include <cstring>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
 namespace ophost::cli {
+
+namespace {
+// The process's peak resident set (VmHWM in /proc/self/status), KiB; -1 when unknown.
+long peak_rss_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  }
+  return -1;
+}
+}  // namespace
 namespace {
 
 // The floor's loop: a read-modify-write walk over 16 KiB that stays in L1, the friendliest memory access there
@@ -77,11 +90,16 @@ int cmd_bench(int argc, char** argv) {
   if (warmup < 0 || iterations < 0 || !(seconds > 0)) throw po::error("--warmup and -n must be 0 or more, --time more than 0");
   setup_logging(common.log_level, "warn");
 
+  using clock = std::chrono::steady_clock;
+  const auto t_start = clock::now();
   Runtime runtime(runtime_options(common));
+  const auto t_plugins = clock::now();
   auto session = runtime.load(model, session_options(common));
+  const auto t_loaded = clock::now();
+  const double plugins_ms = std::chrono::duration<double, std::milli>(t_plugins - t_start).count();
+  const double load_ms = std::chrono::duration<double, std::milli>(t_loaded - t_plugins).count();
   std::vector<NamedTensor> feeds = prepare_inputs(*session, inputs, random, shapes);
   std::vector<NamedTensor> outputs;
-  using clock = std::chrono::steady_clock;
   std::vector<double> warm_ms;
   warm_ms.reserve(static_cast<size_t>(warmup));
   for (int i = 0; i < warmup; ++i) {
@@ -175,6 +193,9 @@ int cmd_bench(int argc, char** argv) {
   std::printf("allocations per run: %.2f   pool peak bytes: %lld (arena planned %zu, lower bound %zu%s)\n",
               per_run_allocs, static_cast<long long>(st.max_bytes_in_use), plan.arena_bytes, plan.lower_bound,
               plan.planned ? "" : ", shapes dynamic: not planned");
+  const long peak_rss_kb = peak_rss_kib();
+  std::printf("start-up ms: plugins %.1f  session load %.1f   peak RSS: %.1f MiB (whole process, VmHWM)\n",
+              plugins_ms, load_ms, static_cast<double>(peak_rss_kb) / 1024.0);
   finish_profile(*session, common);
   double model_gbs = 0, memcpy_gbs = 0;
   if (bandwidth) {
@@ -212,6 +233,9 @@ int cmd_bench(int argc, char** argv) {
                         {"jitter_p99_p50", q(0.99) / q(0.5)},
                         {"jitter_floor_p99_p50", floor_jitter},
                         {"allocations_per_run", per_run_allocs},
+                        {"plugins_ms", plugins_ms},
+                        {"load_ms", load_ms},
+                        {"peak_rss_kib", peak_rss_kb},
                         {"bandwidth_gbs", model_gbs},
                         {"memcpy_gbs", memcpy_gbs},
                         {"pool", {{"num_allocs", st.num_allocs},
