@@ -10,7 +10,7 @@
 #                     [DESCRIPTION "..."] [LICENSE "..."]
 #                     [REQUIRES_DEVICES cpu ...] [CPU_FEATURES avx2 ...]
 #                     [PROBE_DEVICE_FILES /dev/x ...] [PROBE_LIBRARIES libxrt.so.1 ...]
-#                     [OUTPUT_DIR dir] [NO_INSTALL] [CHECK])
+#                     [OUTPUT_DIR dir] [COMPONENT name] [NO_INSTALL] [CHECK])
 #
 # Produces the module library `lib<NAME>.so` (a device backend: `lib<NAME>-backend.so`) in <OUTPUT_DIR>/<NAME>/ (default: the ophost build tree's
 # lib/ophost/plugins inside the ophost project, else <CMAKE_BINARY_DIR>/plugins) with hidden visibility and a
@@ -23,7 +23,13 @@
 # DESCRIPTION and LICENSE may hold any text, ';' included. CHECK runs `ophost pack check` on the folder after
 # every build (the build fails when it reports a finding). Installation (unless NO_INSTALL) goes to
 # ${OPHOST_INSTALL_PLUGIN_DIR}/<NAME>, by default the host's own plugin folder relative to the install prefix
-# (lib/ophost/plugins). The target is named ophost_plugin_<NAME>.
+# (lib/ophost/plugins), as install COMPONENT (default `plugins`). The target is named ophost_plugin_<NAME>.
+#
+# With OPHOST_SPLIT_DEBUG_INFO on (the default in RelWithDebInfo builds without sanitizers, when objcopy is
+# found), the library's debug info moves to .debug/<library>.debug beside it (linked with .gnu_debuglink, where
+# gdb and addr2line look) before the manifest pins the sha256 of the stripped library; that file installs as
+# COMPONENT <component>-dbgsym. ophost_split_debug_info(TARGET COMPONENT DESTINATION) does the same for any
+# library or executable.
 include_guard(GLOBAL)
 
 set(_OPHOST_PLUGIN_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
@@ -51,7 +57,7 @@ endfunction()
 
 function(ophost_add_plugin)
   # PARSE_ARGV keeps a quoted value with ';' in it as one value (plain ${ARGN} would split it).
-  cmake_parse_arguments(PARSE_ARGV 0 P "NO_INSTALL;CHECK" "NAME;VERSION;KIND;DESCRIPTION;LICENSE;OUTPUT_DIR"
+  cmake_parse_arguments(PARSE_ARGV 0 P "NO_INSTALL;CHECK" "NAME;VERSION;KIND;DESCRIPTION;LICENSE;OUTPUT_DIR;COMPONENT"
                         "SOURCES;LINK_LIBRARIES;REQUIRES_DEVICES;CPU_FEATURES;PROBE_DEVICE_FILES;PROBE_LIBRARIES")
   if(P_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "ophost_add_plugin(${P_NAME}): unknown arguments: ${P_UNPARSED_ARGUMENTS}")
@@ -71,6 +77,9 @@ function(ophost_add_plugin)
   endif()
   if(NOT P_KIND STREQUAL "operator-pack" AND NOT P_KIND STREQUAL "device-backend")
     message(FATAL_ERROR "ophost_add_plugin(${P_NAME}): KIND must be operator-pack or device-backend")
+  endif()
+  if(NOT P_COMPONENT)
+    set(P_COMPONENT plugins)
   endif()
   if(NOT DEFINED P_LICENSE OR P_LICENSE STREQUAL "")
     set(P_LICENSE "unspecified")
@@ -138,7 +147,10 @@ function(ophost_add_plugin)
   if(P_CHECK)
     set(check_cmd COMMAND ${tool} pack check "${dir}")
   endif()
+  # Debug info split off first: the manifest pins the sha256 of the library as installed.
+  _ophost_split_debug_commands(split_cmds ${target})
   add_custom_command(TARGET ${target} POST_BUILD
+    ${split_cmds}
     COMMAND ${tool} pack manifest ${args}
     ${check_cmd}
     COMMENT "ophost: writing manifest for plugin ${P_NAME}"
@@ -149,9 +161,61 @@ function(ophost_add_plugin)
     if(NOT DEFINED OPHOST_INSTALL_PLUGIN_DIR)
       set(OPHOST_INSTALL_PLUGIN_DIR "lib/ophost/plugins")
     endif()
-    install(TARGETS ${target} LIBRARY DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}" COMPONENT plugins)
-    install(FILES "${dir}/ophost-plugin.json" DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}" COMPONENT plugins)
+    install(TARGETS ${target} LIBRARY DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}" COMPONENT ${P_COMPONENT})
+    install(FILES "${dir}/ophost-plugin.json" DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}"
+            COMPONENT ${P_COMPONENT})
+    if(split_cmds)
+      install(FILES "${dir}/.debug/$<TARGET_FILE_NAME:${target}>.debug"
+              DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}/.debug" COMPONENT ${P_COMPONENT}-dbgsym)
+    endif()
   endif()
+endfunction()
+
+# Whether debug info is split off (see above): the user's OPHOST_SPLIT_DEBUG_INFO, else on for RelWithDebInfo
+# builds without -fsanitize when objcopy exists.
+function(_ophost_split_debug_enabled out_var)
+  set(on OFF)
+  if(DEFINED OPHOST_SPLIT_DEBUG_INFO)
+    set(on ${OPHOST_SPLIT_DEBUG_INFO})
+  elseif(CMAKE_BUILD_TYPE STREQUAL "RelWithDebInfo" AND NOT CMAKE_CXX_FLAGS MATCHES "-fsanitize"
+         AND NOT CMAKE_C_FLAGS MATCHES "-fsanitize")
+    set(on ON)
+  endif()
+  if(on AND NOT CMAKE_OBJCOPY)
+    set(on OFF)
+  endif()
+  set(${out_var} ${on} PARENT_SCOPE)
+endfunction()
+
+# POST_BUILD commands that move `target`'s debug info to $<TARGET_FILE_DIR>/.debug/<file>.debug (empty when
+# splitting is off).
+function(_ophost_split_debug_commands out_var target)
+  _ophost_split_debug_enabled(on)
+  if(NOT on)
+    set(${out_var} "" PARENT_SCOPE)
+    return()
+  endif()
+  set(f "$<TARGET_FILE:${target}>")
+  set(dbg "$<TARGET_FILE_DIR:${target}>/.debug/$<TARGET_FILE_NAME:${target}>.debug")
+  set(${out_var}
+      COMMAND ${CMAKE_COMMAND} -E make_directory "$<TARGET_FILE_DIR:${target}>/.debug"
+      COMMAND ${CMAKE_OBJCOPY} --only-keep-debug "${f}" "${dbg}"
+      COMMAND ${CMAKE_OBJCOPY} --strip-debug "--add-gnu-debuglink=${dbg}" "${f}"
+      PARENT_SCOPE)
+endfunction()
+
+# ophost_split_debug_info(TARGET t COMPONENT c DESTINATION d): for a library or executable installed to d as
+# component c, splits its debug info off after each link (when enabled) and installs it to d/.debug as
+# component c-dbgsym.
+function(ophost_split_debug_info)
+  cmake_parse_arguments(PARSE_ARGV 0 S "" "TARGET;COMPONENT;DESTINATION" "")
+  _ophost_split_debug_commands(cmds ${S_TARGET})
+  if(NOT cmds)
+    return()
+  endif()
+  add_custom_command(TARGET ${S_TARGET} POST_BUILD ${cmds} VERBATIM)
+  install(FILES "$<TARGET_FILE_DIR:${S_TARGET}>/.debug/$<TARGET_FILE_NAME:${S_TARGET}>.debug"
+          DESTINATION "${S_DESTINATION}/.debug" COMPONENT ${S_COMPONENT}-dbgsym)
 endfunction()
 
 # ophost_add_pack(NAME ... VERSION ... SOURCES ... [options of ophost_add_plugin]): an operator pack.

@@ -31,7 +31,8 @@ fs::path install_plugin(const fs::path& root, const std::string& folder, const f
 fs::path copy_plugin_folder(const fs::path& root, const std::string& plugin, const std::string& folder) {
   fs::path dir = root / folder;
   fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(kPluginDir / plugin)) fs::copy_file(e.path(), dir / e.path().filename());
+  for (const auto& e : fs::directory_iterator(kPluginDir / plugin))
+    if (e.is_regular_file()) fs::copy_file(e.path(), dir / e.path().filename());  // not .debug/
   return dir;
 }
 

@@ -1,5 +1,6 @@
-# CTest driver (cmake -P): CPack packages of the current build tree (no rebuild), the .deb unpacked into a
-# temporary root, and `ophost plugins` plus an example model run from it.
+# CTest driver (cmake -P): CPack packages of the current build tree (no rebuild), the runtime .deb alone
+# unpacked into a temporary root (no GPU runtime in its Depends, stripped libraries, no rejection), `ophost
+# plugins` plus an example model run from it, then -dev on top (SDK) and -dbgsym's contents.
 #
 # Variables: BUILD_DIR SOURCE_DIR WORK_DIR ALLCLOSE
 # Prints "SKIPPED: ..." (the test's SKIP_REGULAR_EXPRESSION) when dpkg-deb is not installed.
@@ -33,27 +34,49 @@ if(NOT DPKG_SHLIBDEPS)
   message(STATUS "dpkg-shlibdeps not found: building the .deb without computed Depends")
   set(extra -D CPACK_DEBIAN_PACKAGE_SHLIBDEPS=OFF)
 endif()
-# CPACK_GENERATOR is "DEB;TGZ" in the config.
+# CPACK_GENERATOR is "DEB;TGZ" in the config: one .deb per package (runtime, -dev, GPU backends, -dbgsym).
 step(cpack "${CPACK}" --config "${BUILD_DIR}/CPackConfig.cmake" -B "${WORK_DIR}/pkg" ${extra})
-file(GLOB debs "${WORK_DIR}/pkg/*.deb")
+file(GLOB runtime_deb "${WORK_DIR}/pkg/ophost_*.deb")
+file(GLOB dev_deb "${WORK_DIR}/pkg/libophost-dev_*.deb")
+file(GLOB dbg_deb "${WORK_DIR}/pkg/ophost-dbgsym_*.deb")
 file(GLOB tgzs "${WORK_DIR}/pkg/*.tar.gz")
-list(LENGTH debs n_deb)
-list(LENGTH tgzs n_tgz)
-if(NOT n_deb EQUAL 1 OR NOT n_tgz EQUAL 1)
-  message(FATAL_ERROR "expected one .deb and one .tar.gz in ${WORK_DIR}/pkg, found: ${debs} ${tgzs}")
-endif()
-step(info "${DPKG_DEB}" --info "${debs}")
-message(STATUS "[info]\n${step_out}")
-
-# Unpack into a temporary root: the host finds its plugins relative to its executable.
-set(root "${WORK_DIR}/root")
-step(unpack "${DPKG_DEB}" -x "${debs}" "${root}")
-foreach(f IN ITEMS usr/bin/ophost usr/include/ophost/ophost_plugin.h usr/lib/cmake/ophost/ophostConfig.cmake
-                   usr/lib/ophost/plugins/onnx-core/ophost-plugin.json usr/lib/ophost/plugins/cpu/ophost-plugin.json)
-  if(NOT EXISTS "${root}/${f}")
-    message(FATAL_ERROR "${f} is not in the .deb")
+foreach(v IN ITEMS runtime_deb dev_deb tgzs)
+  list(LENGTH ${v} n)
+  if(NOT n EQUAL 1)
+    file(GLOB all "${WORK_DIR}/pkg/*")
+    message(FATAL_ERROR "expected one ${v} in ${WORK_DIR}/pkg, found: ${all}")
   endif()
 endforeach()
+step(info "${DPKG_DEB}" --info "${runtime_deb}")
+message(STATUS "[info]\n${step_out}")
+# The runtime package never pulls in a GPU runtime.
+step(depends "${DPKG_DEB}" -f "${runtime_deb}" Depends)
+if(step_out MATCHES "amdhip|hsa|cuda|cublas")
+  message(FATAL_ERROR "the runtime package depends on a GPU runtime: ${step_out}")
+endif()
+
+# Unpack the runtime package alone into a temporary root: the host finds its plugins relative to its executable.
+set(root "${WORK_DIR}/root")
+step(unpack "${DPKG_DEB}" -x "${runtime_deb}" "${root}")
+foreach(f IN ITEMS usr/bin/ophost usr/lib/ophost/plugins/onnx-core/ophost-plugin.json
+                   usr/lib/ophost/plugins/cpu/ophost-plugin.json)
+  if(NOT EXISTS "${root}/${f}")
+    message(FATAL_ERROR "${f} is not in the runtime .deb")
+  endif()
+endforeach()
+foreach(f IN ITEMS usr/include/ophost/ophost_plugin.h usr/lib/ophost/plugins/hip usr/lib/ophost/plugins/cuda)
+  if(EXISTS "${root}/${f}")
+    message(FATAL_ERROR "${f} is in the runtime .deb; it belongs to -dev or a GPU package")
+  endif()
+endforeach()
+# Shipped stripped: no DWARF in the plugin libraries (their debug info is in ophost-dbgsym when split).
+find_program(READELF readelf)
+if(READELF)
+  step(sections "${READELF}" -S "${root}/usr/lib/ophost/plugins/onnx-core/libonnx-core.so")
+  if(step_out MATCHES "\\.debug_info")
+    message(FATAL_ERROR "libonnx-core.so in the runtime .deb still carries .debug_info")
+  endif()
+endif()
 
 step(plugins "${root}/usr/bin/ophost" plugins -v)
 message(STATUS "[plugins]\n${step_out}")
@@ -62,6 +85,9 @@ foreach(p IN ITEMS onnx-core myops cpu)
     message(FATAL_ERROR "`ophost plugins` from the .deb did not load ${p}")
   endif()
 endforeach()
+if(NOT step_out MATCHES " 0 rejected\n")
+  message(FATAL_ERROR "`ophost plugins` from the runtime .deb alone reports a rejection")
+endif()
 # Every library loaded is the unpacked one (the build tree's plugins are not reachable).
 string(REGEX MATCHALL "library  [^\n]*" libraries "${step_out}")
 foreach(l IN LISTS libraries)
@@ -70,6 +96,20 @@ foreach(l IN LISTS libraries)
     message(FATAL_ERROR "`ophost plugins` from the .deb loaded a library from outside it: ${l}")
   endif()
 endforeach()
+
+# -dev on top: the SDK and the CMake package.
+step(unpack_dev "${DPKG_DEB}" -x "${dev_deb}" "${root}")
+foreach(f IN ITEMS usr/include/ophost/ophost_plugin.h usr/lib/cmake/ophost/ophostConfig.cmake)
+  if(NOT EXISTS "${root}/${f}")
+    message(FATAL_ERROR "${f} is not in the -dev .deb")
+  endif()
+endforeach()
+if(dbg_deb)
+  step(dbg_contents "${DPKG_DEB}" -c "${dbg_deb}")
+  if(NOT step_out MATCHES "plugins/onnx-core/\\.debug/libonnx-core\\.so\\.debug")
+    message(FATAL_ERROR "ophost-dbgsym does not hold onnx-core's debug info:\n${step_out}")
+  endif()
+endif()
 
 # The .tar.gz holds the same tree (relocatable: bin/, lib/, include/ at its top).
 execute_process(COMMAND "${CMAKE_COMMAND}" -E tar tf "${tgzs}" OUTPUT_VARIABLE listing RESULT_VARIABLE rc)
