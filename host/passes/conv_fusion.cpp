@@ -185,6 +185,186 @@ PassResult fold_conv_affine(Model& m) {
   return r;
 }
 
+namespace {
+
+// Removes the nodes at the indices in `removed` (and clears it).
+void erase_nodes(Model& m, std::set<size_t>& removed) {
+  if (removed.empty()) return;
+  std::vector<Node> kept;
+  kept.reserve(m.nodes.size() - removed.size());
+  for (size_t i = 0; i < m.nodes.size(); ++i)
+    if (!removed.count(i)) kept.push_back(std::move(m.nodes[i]));
+  m.nodes = std::move(kept);
+  removed.clear();
+}
+
+// The single float32 value of a constant scalar (any shape with one element), or nullopt.
+std::optional<float> scalar_const(const Model& m, const std::string& name) {
+  const Tensor* t = find_initializer(m, name);
+  if (!is_f32_const(t) || t->numel() != 1) return std::nullopt;
+  return t->data_as<float>()[0];
+}
+
+// The input of a two-input node that is not `x` (empty when both are x or the node is malformed).
+std::string other_input(const Node& n, const std::string& x) {
+  if (n.inputs.size() != 2) return {};
+  if (n.inputs[0] == x && n.inputs[1] != x) return n.inputs[1];
+  if (n.inputs[1] == x && n.inputs[0] != x) return n.inputs[0];
+  return {};
+}
+
+// Clip bounds of a standard Clip node when both are constant (attributes before opset 11, inputs from 11).
+std::optional<std::pair<float, float>> clip_bounds(const Model& m, const Node& clip) {
+  if (clip.op_type != "Clip" || !clip.domain.empty() || clip.inputs.empty() || clip.outputs.size() != 1)
+    return std::nullopt;
+  float lo = -FLT_MAX, hi = FLT_MAX;
+  if (opset_of(m, "") < 11) {
+    for (const Attribute& a : clip.attributes) {
+      if (a.name == "min") lo = a.f;
+      else if (a.name == "max") hi = a.f;
+    }
+    return std::make_pair(lo, hi);
+  }
+  if (clip.inputs.size() > 3) return std::nullopt;
+  for (size_t k = 1; k < clip.inputs.size(); ++k) {
+    if (clip.inputs[k].empty()) continue;
+    auto v = scalar_const(m, clip.inputs[k]);
+    if (!v) return std::nullopt;
+    (k == 1 ? lo : hi) = *v;
+  }
+  return std::make_pair(lo, hi);
+}
+
+bool standard_binary(const Node& n, const char* op) {
+  return n.op_type == op && n.domain.empty() && n.inputs.size() == 2 && n.outputs.size() == 1 && !n.outputs[0].empty();
+}
+
+// Exporters that predate ONNX's HardSwish (opset 14) write it out: x * Clip(x + 3, 0, 6) / 6 (PaddlePaddle,
+// TF), or with Mul by 1/6. Where x is a Conv's output read by nothing else, the five nodes become one
+// FusedConv(activation HardSwish). Returns the number of chains fused.
+size_t fuse_decomposed_hardswish(Model& m, const PassHooks& hooks, std::set<size_t>& removed) {
+  size_t fused = 0;
+  Uses uses(m);
+  auto single_reader = [&](const std::string& v) { return uses.readers(v) == 1 && !uses.is_output(v); };
+  auto node_of = [&](const std::string& v) -> Node* {
+    auto it = uses.producer.find(v);
+    return it == uses.producer.end() ? nullptr : &m.nodes[static_cast<size_t>(it->second)];
+  };
+  for (size_t di = 0; di < m.nodes.size(); ++di) {
+    if (removed.count(di)) continue;
+    const Node& last = m.nodes[di];
+    // ... / 6  or  ... * (1/6)
+    const bool is_div = standard_binary(last, "Div"), is_mul = standard_binary(last, "Mul");
+    if (!is_div && !is_mul) continue;
+    std::string prod_v;
+    for (int k = 0; k < 2 && prod_v.empty(); ++k) {
+      auto c = scalar_const(m, last.inputs[1 - k]);
+      if (!c) continue;
+      if ((is_div && k == 0 && std::fabs(*c - 6.0f) < 1e-6f) || (is_mul && std::fabs(*c - 1.0f / 6.0f) < 1e-7f))
+        prod_v = last.inputs[k];
+    }
+    if (prod_v.empty() || !single_reader(prod_v)) continue;
+    Node* mul = node_of(prod_v);
+    if (!mul || !standard_binary(*mul, "Mul")) continue;
+    // Mul(x, Clip(Add(x, 3), 0, 6)) in either order.
+    for (int k = 0; k < 2; ++k) {
+      const std::string& clip_v = mul->inputs[static_cast<size_t>(k)];
+      const std::string& x = mul->inputs[static_cast<size_t>(1 - k)];
+      Node* clip = node_of(clip_v);
+      if (!clip || !single_reader(clip_v)) continue;
+      auto b = clip_bounds(m, *clip);
+      if (!b || b->first != 0.0f || b->second != 6.0f) continue;
+      const std::string& add_v = clip->inputs[0];
+      Node* add = node_of(add_v);
+      if (!add || !single_reader(add_v) || !standard_binary(*add, "Add")) continue;
+      if (other_input(*add, x).empty()) continue;
+      auto three = scalar_const(m, other_input(*add, x));
+      if (!three || *three != 3.0f) continue;
+      // x: a Conv's output, read by exactly the Add and the Mul.
+      Node* conv = node_of(x);
+      if (!conv || conv->op_type != "Conv" || !conv->domain.empty() || conv->outputs.size() != 1 ||
+          uses.readers(x) != 2 || uses.is_output(x))
+        continue;
+      bool ok = hooks.can_fuse_conv != nullptr;
+      for (const Node* n : std::initializer_list<const Node*>{add, clip, mul, &last})
+        ok = ok && hooks.can_fuse_conv(m, *conv, *n);
+      if (!ok) continue;
+      conv->domain = kFusedDomain;
+      conv->op_type = kFusedConv;
+      Attribute a;
+      a.name = "activation";
+      a.type = OPH_ATTR_STRING;
+      a.s = "HardSwish";
+      conv->attributes.push_back(a);
+      conv->outputs[0] = last.outputs[0];
+      removed.insert(static_cast<size_t>(uses.producer.at(add_v)));
+      removed.insert(static_cast<size_t>(uses.producer.at(clip_v)));
+      removed.insert(static_cast<size_t>(uses.producer.at(prod_v)));
+      removed.insert(di);
+      m.opset_imports[kFusedDomain] = 1;
+      ++fused;
+      uses = Uses(m);
+      break;
+    }
+  }
+  return fused;
+}
+
+// A FusedConv's output scaled and shifted by scalar constants (Mul, Div, Add, Sub; PaddlePaddle's learnable
+// affine after an activation): folded into the FusedConv as output_scale / output_shift, y = act(conv) * s + b
+// (a oneDNN linear post-op). Returns the number of nodes folded.
+size_t fold_fused_output_affine(Model& m, const PassHooks& hooks, std::set<size_t>& removed) {
+  size_t folded = 0;
+  Uses uses(m);
+  for (size_t ci = 0; ci < m.nodes.size(); ++ci) {
+    if (removed.count(ci)) continue;
+    Node& conv = m.nodes[ci];
+    if (conv.domain != kFusedDomain || conv.op_type != kFusedConv || conv.outputs.size() != 1) continue;
+    float scale = 1.0f, shift = 0.0f;
+    if (const Attribute* a = find_attr(conv, "output_scale")) scale = a->f;
+    if (const Attribute* a = find_attr(conv, "output_shift")) shift = a->f;
+    size_t here = 0;
+    for (;;) {
+      const std::string y = conv.outputs[0];
+      if (uses.readers(y) != 1 || uses.is_output(y)) break;
+      const size_t ni = static_cast<size_t>(uses.consumers.at(y)[0]);
+      if (removed.count(ni)) break;
+      const Node& next = m.nodes[ni];
+      const bool mul = standard_binary(next, "Mul"), add = standard_binary(next, "Add");
+      const bool div = standard_binary(next, "Div") && next.inputs[0] == y;
+      const bool sub = standard_binary(next, "Sub") && next.inputs[0] == y;
+      if (!mul && !add && !div && !sub) break;
+      const std::string c_name = other_input(next, y);
+      auto c = c_name.empty() ? std::nullopt : scalar_const(m, c_name);
+      if (!c || (div && *c == 0.0f)) break;
+      // The constant must not broadcast the output to a larger rank than the output's.
+      if (const Tensor* t = find_initializer(m, c_name); t->shape().size() > 4) break;
+      if (!hooks.can_fuse_conv || !hooks.can_fuse_conv(m, conv, next)) break;
+      if (mul) scale *= *c, shift *= *c;
+      else if (div) scale /= *c, shift /= *c;
+      else if (add) shift += *c;
+      else shift -= *c;
+      conv.outputs[0] = next.outputs[0];
+      removed.insert(ni);
+      ++here;
+      uses = Uses(m);
+    }
+    if (!here) continue;
+    std::erase_if(conv.attributes, [](const Attribute& a) { return a.name == "output_scale" || a.name == "output_shift"; });
+    for (auto [name, v] : {std::pair<const char*, float>{"output_scale", scale}, {"output_shift", shift}}) {
+      Attribute a;
+      a.name = name;
+      a.type = OPH_ATTR_FLOAT;
+      a.f = v;
+      conv.attributes.push_back(a);
+    }
+    folded += here;
+  }
+  return folded;
+}
+
+}  // namespace
+
 PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
   PassResult r{"conv-activation-fusion"};
   if (auto it = m.opset_imports.find(kFusedDomain); it != m.opset_imports.end() && it->second != 1) {
@@ -194,8 +374,14 @@ PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
   const int64_t opset = opset_of(m, "");
   std::set<size_t> removed;
   std::map<std::string, size_t> by_kind;
+  if (size_t n = fuse_decomposed_hardswish(m, hooks, removed)) {
+    by_kind["HardSwish written out as Add/Clip/Mul/Div"] = n;
+    r.changed += n;
+  }
+  erase_nodes(m, removed);
   Uses uses(m);
   for (size_t ai = 0; ai < m.nodes.size(); ++ai) {
+    if (removed.count(ai)) continue;
     const Node& act = m.nodes[ai];
     if (!act.domain.empty() || act.inputs.empty() || act.inputs[0].empty() || act.outputs.size() != 1 ||
         act.outputs[0].empty())
@@ -263,14 +449,18 @@ PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
     m.opset_imports[kFusedDomain] = 1;
     uses = Uses(m);
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < m.nodes.size(); ++i)
-    if (!removed.count(i)) kept.push_back(std::move(m.nodes[i]));
-  m.nodes = std::move(kept);
+  erase_nodes(m, removed);
+  const size_t affine = fold_fused_output_affine(m, hooks, removed);
+  erase_nodes(m, removed);
   r.message = std::to_string(r.changed) + " activations fused into Conv";
+
   std::string detail;
   for (const auto& [k, n] : by_kind) detail += (detail.empty() ? "" : ", ") + k + " " + std::to_string(n);
   if (!detail.empty()) r.message += " (" + detail + ")";
+  if (affine) {
+    r.changed += affine;
+    r.message += "; " + std::to_string(affine) + " scalar Mul/Div/Add/Sub after them folded into the output scale/shift";
+  }
   return r;
 }
 

@@ -40,6 +40,8 @@ struct ConvAttrs {
   // com.ophost::FusedConv (graph pass conv-activation-fusion): the activation run as a oneDNN post-op.
   std::string activation;
   std::vector<float> activation_params;
+  // FusedConv: y = act(conv(x)) * output_scale + output_shift (a scalar affine the pass folded in).
+  float output_scale = 1.0f, output_shift = 0.0f;
 };
 
 ConvAttrs read_conv_attrs(const oph::Attrs& at, bool transpose) {
@@ -240,6 +242,8 @@ dnnl::post_ops activation_post_ops(const ConvAttrs& a) {
     fail("FusedConv: unsupported activation '" + k +
          "'; supported: Relu, LeakyRelu, Elu, Sigmoid, Tanh, HardSwish, Clip, HardSigmoid");
   }
+  if (a.output_scale != 1.0f || a.output_shift != 0.0f)
+    po.append_eltwise(1.0f, alg::eltwise_linear, a.output_scale, a.output_shift);
   return po;
 }
 
@@ -271,6 +275,8 @@ class ConvKernel {
       a_.activation = init.attrs().get<std::string>("activation");
       if (init.attrs().has("activation_params"))
         a_.activation_params = init.attrs().get<std::vector<float>>("activation_params");
+      a_.output_scale = init.attrs().get<float>("output_scale");
+      a_.output_shift = init.attrs().get<float>("output_shift");
       activation_post_ops(a_);  // an unsupported activation fails here, at load
     }
     threads_ = dnnl_threads();
@@ -374,7 +380,12 @@ class ConvKernel {
     // jit_dw kernels of each ISA take only their own block size; the other one falls to reference code).
     bool pointwise = true;
     for (size_t i = 0; i < n; ++i) pointwise = pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0;
-    const bool use_any = !a_.transpose && (depthwise || !pointwise);
+    // oneDNN's gemm convolution (plain layout) runs most eltwise post-ops as scalar reference code on its
+    // output (PP-OCRv4's pointwise convs + HardSwish: 10x slower); with post-ops other than Relu the
+    // blocked-layout jit/brgconv kernels are faster even with the reorders.
+    const bool slow_gemm_postops =
+        !a_.activation.empty() && (a_.activation != "Relu" || a_.output_scale != 1.0f || a_.output_shift != 0.0f);
+    const bool use_any = !a_.transpose && (depthwise || !pointwise || slow_gemm_postops);
     // Candidate activation layouts, best first; the first whose primitive is not a reference implementation
     // wins (a layout tuned for one ISA must never fall back to reference code on another).
     std::vector<tag> candidates;
@@ -552,6 +563,8 @@ void register_conv(oph::Pack& pack) {
                .flags(OPH_OP_FLAG_ALLOW_FUSION))
         .required_attr("activation", OPH_ATTR_STRING)
         .optional_attr("activation_params", OPH_ATTR_FLOATS)
+        .attr("output_scale", 1.0f)
+        .attr("output_shift", 0.0f)
         .infer([](oph::InferContext& c) { conv_infer(c, false); })
         .kernel<FusedConvK>();
   }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 namespace ophost {
@@ -433,6 +434,57 @@ TEST(Passes, ConvActivationFusesOnlyWhereAPackOptsIn) {
   EXPECT_EQ(fuse_conv_activation(m2, no).changed, 0u);
   EXPECT_EQ(m2.nodes.size(), 4u);
   EXPECT_EQ(m2.opset_imports.count(kFusedDomain), 0u);
+}
+
+// HardSwish as exporters before opset 14 write it (PaddlePaddle: x * Clip(x + 3, 0, 6) / 6), followed by a
+// scalar affine (PP-OCRv4's learnable affine blocks): one FusedConv with the activation and output scale/shift.
+Model hardswish_chain_model(bool extra_reader) {
+  Model m = base_model(11);
+  m.inputs = {vinfo("x", {1, 1, 3, 3})};
+  m.outputs = {vinfo("y")};
+  if (extra_reader) m.outputs.push_back(vinfo("c"));
+  m.initializers.emplace_back("w", ftensor({1, 1, 1, 1}, {2}));
+  m.initializers.emplace_back("three", ftensor({}, {3}));
+  m.initializers.emplace_back("zero", ftensor({}, {0}));
+  m.initializers.emplace_back("six", ftensor({}, {6}));
+  m.initializers.emplace_back("s", ftensor({1}, {0.5f}));
+  m.initializers.emplace_back("b", ftensor({}, {0.25f}));
+  m.nodes = {node("Conv", {"x", "w"}, {"c"}, "conv"),   node("Add", {"c", "three"}, {"a"}),
+             node("Clip", {"a", "zero", "six"}, {"k"}), node("Mul", {"k", "c"}, {"m"}),
+             node("Div", {"m", "six"}, {"h"}),          node("Mul", {"s", "h"}, {"p"}),
+             node("Add", {"p", "b"}, {"y"})};
+  return m;
+}
+
+TEST(Passes, HardSwishWrittenOutAndTheScalarAffineAfterItFuseIntoTheConv) {
+  PassHooks yes;
+  yes.can_fuse_conv = [](const Model&, const Node&, const Node&) { return true; };
+  Model m = hardswish_chain_model(false);
+  PassResult r = fuse_conv_activation(m, yes);
+  EXPECT_EQ(r.changed, 3u) << r.message;  // one chain, two affine nodes
+  EXPECT_NE(r.message.find("HardSwish written out as Add/Clip/Mul/Div 1"), std::string::npos) << r.message;
+  ASSERT_EQ(m.nodes.size(), 1u);
+  const Node& f = m.nodes[0];
+  EXPECT_EQ(f.op_type, kFusedConv);
+  EXPECT_EQ(f.outputs[0], "y");
+  std::map<std::string, const Attribute*> at;
+  for (const Attribute& a : f.attributes) at[a.name] = &a;
+  ASSERT_TRUE(at.count("activation") && at.count("output_scale") && at.count("output_shift"));
+  EXPECT_EQ(at["activation"]->s, "HardSwish");
+  EXPECT_FLOAT_EQ(at["output_scale"]->f, 0.5f);
+  EXPECT_FLOAT_EQ(at["output_shift"]->f, 0.25f);
+
+  // The Conv's output read by something else too: nothing is fused.
+  Model kept = hardswish_chain_model(true);
+  PassResult r2 = fuse_conv_activation(kept, yes);
+  EXPECT_EQ(r2.changed, 0u) << r2.message;
+  EXPECT_EQ(kept.nodes.size(), 7u);
+
+  // No pack opts in: nothing either.
+  PassHooks no;
+  no.can_fuse_conv = [](const Model&, const Node&, const Node&) { return false; };
+  Model m3 = hardswish_chain_model(false);
+  EXPECT_EQ(fuse_conv_activation(m3, no).changed, 0u);
 }
 
 TEST(Passes, CustomDomainActivationsAreNeverFusedByName) {

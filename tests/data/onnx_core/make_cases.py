@@ -305,6 +305,30 @@ def cases():
     e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
     add("lenient_softmax9_neg_axis", "Softmax", [("X", x)], e / e.sum(axis=-1, keepdims=True), dict(axis=-1), 9)
     add("lenient_flatten9_neg_axis", "Flatten", [("X", x)], x.astype(np.float64).reshape(6, 4), dict(axis=-1), 9)
+    # Conv + HardSwish written out (x * Clip(x + 3, 0, 6) / 6) + a scalar affine, at opset 11 as PaddlePaddle
+    # exports it: the host fuses the chain into one FusedConv (HardSwish and linear post-ops).
+    x = f32(1, 8, 9, 9)
+    w = f32(8, 8, 1, 1)
+    b = f32(8)
+    c = conv_ref(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), [1, 1], [0, 0, 0, 0], [1, 1], 1)
+    hs = c * np.clip(c + 3, 0, 6) / 6
+    ref = hs * 0.75 + 0.125
+    nodes = [helper.make_node("Conv", ["X", "W", "B"], ["c"]),
+             helper.make_node("Add", ["c", "three"], ["a"]),
+             helper.make_node("Clip", ["a", "zero", "six"], ["k"]),
+             helper.make_node("Mul", ["c", "k"], ["m"]),
+             helper.make_node("Div", ["m", "six"], ["h"]),
+             helper.make_node("Mul", ["h", "s"], ["p"]),
+             helper.make_node("Add", ["p", "t"], ["y"])]
+    consts = [helper.make_tensor("W", TensorProto.FLOAT, w.shape, w.flatten().tolist()),
+              helper.make_tensor("B", TensorProto.FLOAT, b.shape, b.flatten().tolist())]
+    for name, v in [("three", 3.0), ("zero", 0.0), ("six", 6.0), ("s", 0.75), ("t", 0.125)]:
+        consts.append(helper.make_tensor(name, TensorProto.FLOAT, [], [v]))
+    g = helper.make_graph(nodes, "conv_hardswish_chain", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], initializer=consts)
+    mh = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)], producer_name="onnx_core make_cases")
+    mh.ir_version = 7
+    out.append(("fused_conv_hardswish_chain_opset11", mh, [("X", x)], ref, ("W", "B")))
     return out
 
 
