@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (`fuzz` preset, build-fuzz/) and runs each for a while.
 #   tools/dev/fuzz.sh [seconds per target, default 60]
-# Seeds: tests/fuzz/seeds/* plus, for the model target, every model of ../shared/conformance/onnx-1.12-node
+# Seeds: tests/fuzz/seeds/* plus, for the model target, every model of the ONNX 1.12 node suite
 # (copied into the working corpus at run time, never committed) and for the manifest target every manifest of
 # the build tree. The model target loads the plugins of a normal build ($OPHOST_FUZZ_PLUGIN_DIR, default
 # build-ci/ then build/): they are not instrumented, the host is (ASan + UBSan).
@@ -33,8 +33,14 @@ work=build-fuzz/work
 findings=build-fuzz/findings
 rm -rf "$work"
 mkdir -p "$work/model" "$work/manifest" "$findings"
+# Seeds from the ONNX node suite, generated from Debian's python3-onnx into the fuzz build tree (cached), or
+# ../shared's copy when present.
 conf=../shared/conformance/onnx-1.12-node
-if [ -d "$conf" ]; then
+if [ ! -d "$conf" ]; then
+  conf=build-fuzz/conformance/onnx-1.12-node
+  /usr/bin/python3 tests/conformance/generate_cases.py "$conf" >/dev/null || conf=
+fi
+if [ -n "$conf" ] && [ -d "$conf" ]; then
   for d in "$conf"/*/; do
     [ -f "$d/model.onnx" ] && cp "$d/model.onnx" "$work/model/$(basename "$d").onnx"
   done
