@@ -929,39 +929,69 @@ void pad_run(const oph::KernelContext& ctx, const oph::TensorRef& x, const std::
   if (mode != "constant")
     for (size_t k = 0; k < r; ++k)
       if (in[k] == 0 && oshape[k] > 0) fail(op + ": cannot pad an empty axis in mode '" + mode + "'");
+  if (n == 0) return;
+  if (r == 0) {  // a scalar: nothing to pad
+    std::memcpy(y.data(), x.data(), es);
+    return;
+  }
+  enum class Mode { kConstant, kEdge, kWrap, kReflect };
+  const Mode md = mode == "constant" ? Mode::kConstant : mode == "edge" ? Mode::kEdge : mode == "wrap" ? Mode::kWrap
+                                                                                                     : Mode::kReflect;
+  // Source coordinate of output coordinate c (already shifted by the begin pad) on an axis of length d; -1 when
+  // it falls outside in constant mode.
+  auto map = [md](int64_t c, int64_t d) -> int64_t {
+    if (c >= 0 && c < d) return c;
+    switch (md) {
+      case Mode::kConstant: return -1;
+      case Mode::kEdge: return std::clamp<int64_t>(c, 0, d - 1);
+      case Mode::kWrap: return ((c % d) + d) % d;
+      case Mode::kReflect:
+        if (d == 1) return 0;
+        {
+          const int64_t period = 2 * (d - 1);
+          c = ((c % period) + period) % period;
+          return c >= d ? period - c : c;
+        }
+    }
+    return -1;
+  };
   auto st = compact_strides(in);
   const char* S = static_cast<const char*>(x.data());
   char* D = static_cast<char*>(y.data());
-  for (size_t i = 0; i < n; ++i) {
-    size_t rem = i;
+  // Row by row along the innermost axis: the part of a row inside the input is one memcpy; only the borders
+  // are mapped element by element (a per-element index decomposition made PP-OCR/M-LSD's Pads 10-50x slower).
+  const int64_t W = oshape[r - 1], in_w = in[r - 1], pb = pads[r - 1];
+  const size_t rows = W ? n / static_cast<size_t>(W) : 0;
+  const int64_t mid_lo = std::clamp<int64_t>(pb, 0, W), mid_hi = std::clamp<int64_t>(pb + in_w, mid_lo, W);
+  for (size_t row = 0; row < rows; ++row) {
+    size_t rem = row;
     int64_t off = 0;
     bool outside = false;
-    for (size_t k = r; k-- > 0;) {
+    for (size_t k = r - 1; k-- > 0;) {
       int64_t c = static_cast<int64_t>(rem % static_cast<size_t>(oshape[k]));
       rem /= static_cast<size_t>(oshape[k]);
-      c -= pads[k];
-      const int64_t d = in[k];
-      if (c < 0 || c >= d) {
-        if (mode == "constant") {
-          outside = true;
-          break;
-        } else if (mode == "edge") {
-          c = std::clamp<int64_t>(c, 0, d - 1);
-        } else if (mode == "wrap") {
-          c = ((c % d) + d) % d;
-        } else {  // reflect
-          if (d == 1) c = 0;
-          else {
-            const int64_t period = 2 * (d - 1);
-            c = ((c % period) + period) % period;
-            if (c >= d) c = period - c;
-          }
-        }
+      c = map(c - pads[k], in[k]);
+      if (c < 0) {
+        outside = true;
+        break;
       }
       off += c * st[k];
     }
-    if (outside) std::memcpy(D + i * es, fill, es);
-    else std::memcpy(D + i * es, S + static_cast<size_t>(off) * es, es);
+    char* dst = D + row * static_cast<size_t>(W) * es;
+    if (outside) {
+      for (int64_t j = 0; j < W; ++j) std::memcpy(dst + static_cast<size_t>(j) * es, fill, es);
+      continue;
+    }
+    const char* src = S + static_cast<size_t>(off) * es;
+    if (mid_hi > mid_lo)
+      std::memcpy(dst + static_cast<size_t>(mid_lo) * es, src + static_cast<size_t>(mid_lo - pb) * es,
+                  static_cast<size_t>(mid_hi - mid_lo) * es);
+    auto border = [&](int64_t j) {
+      const int64_t c = map(j - pb, in_w);
+      std::memcpy(dst + static_cast<size_t>(j) * es, c < 0 ? fill : src + static_cast<size_t>(c) * es, es);
+    };
+    for (int64_t j = 0; j < mid_lo; ++j) border(j);
+    for (int64_t j = mid_hi; j < W; ++j) border(j);
   }
 }
 

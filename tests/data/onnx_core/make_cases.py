@@ -305,6 +305,15 @@ def cases():
     e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
     add("lenient_softmax9_neg_axis", "Softmax", [("X", x)], e / e.sum(axis=-1, keepdims=True), dict(axis=-1), 9)
     add("lenient_flatten9_neg_axis", "Flatten", [("X", x)], x.astype(np.float64).reshape(6, 4), dict(axis=-1), 9)
+    # Pad, row by row: every mode, negative pads (crops) in constant mode, on a 3-D tensor.
+    x = f32(3, 4, 5)
+    for mode, pads in [("constant", [0, 1, 2, 0, 2, 3]), ("constant", [1, -1, 0, 0, 2, -2]),
+                       ("reflect", [2, 0, 1, 1, 0, 2]), ("edge", [0, 1, 2, 0, 2, 3])]:
+        sl = tuple(slice(max(0, -pads[i]), x.shape[i] - max(0, -pads[i + 3])) for i in range(3))
+        ref = np.pad(x.astype(np.float64)[sl], [(max(0, pads[i]), max(0, pads[i + 3])) for i in range(3)], mode=mode)
+        name = "pad_%s_%s" % (mode, "_".join(str(p).replace("-", "m") for p in pads))
+        add(name, "Pad", [("X", x), ("pads", np.array(pads, dtype=np.int64))], ref, dict(mode=mode), 13, ("pads",))
+
     # Conv + HardSwish written out (x * Clip(x + 3, 0, 6) / 6) + a scalar affine, at opset 11 as PaddlePaddle
     # exports it: the host fuses the chain into one FusedConv (HardSwish and linear post-ops).
     x = f32(1, 8, 9, 9)
