@@ -1,8 +1,12 @@
 // onnx-core: pooling: GlobalAveragePool, GlobalMaxPool, MaxPool (with Indices), AveragePool; 1-3 spatial dims.
 #include "common.hpp"
+#include "dnnl_util.hpp"
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
 
 namespace onnx_core {
 namespace {
@@ -253,15 +257,113 @@ void pool_run(const oph::KernelContext& ctx, const PoolAttrs& a, const PoolGeom&
   });
 }
 
+// float32 pooling without the Indices output on oneDNN (jit kernels on plain NC[D]HW), where its semantics
+// equal ONNX's: the right padding is what makes oneDNN's floor formula give ONNX's output size (ceil_mode
+// included); AveragePool counting pads only when that padding is the declared one (windows clipped at the
+// padded input's end divide by the clipped size in ONNX, by the full kernel in oneDNN).
+using memory_desc_pair = std::pair<dnnl::memory::desc, dnnl::memory::desc>;  // src, dst
+
+struct DnnlPool {
+  dnnl::pooling_v2_forward prim;
+  memory_desc_pair md;
+  size_t scratch_bytes = 0;
+  std::string impl;
+};
+
+std::shared_ptr<const DnnlPool> build_dnnl_pool(const PoolAttrs& a, const PoolGeom& g, std::span<const int64_t> x) {
+  using dnnl::memory;
+  dnnl::memory::dims strides, kernel, dil, pl, pr;
+  for (size_t i = 0; i < g.n; ++i) {
+    const int64_t ek = (g.k[i] - 1) * g.d[i] + 1;
+    int64_t r = std::max<int64_t>(0, (g.out[i] - 1) * g.s[i] + ek - g.in[i] - g.pb[i]);
+    if ((g.in[i] + g.pb[i] + r - ek) / g.s[i] + 1 != g.out[i]) return nullptr;
+    if (!a.is_max && a.count_include_pad && r != g.pe[i]) return nullptr;
+    strides.push_back(g.s[i]);
+    kernel.push_back(g.k[i]);
+    dil.push_back(g.d[i] - 1);
+    pl.push_back(g.pb[i]);
+    pr.push_back(r);
+  }
+  const auto t = g.n == 1 ? memory::format_tag::ncw : g.n == 2 ? memory::format_tag::nchw : memory::format_tag::ncdhw;
+  memory::desc src(memory::dims(x.begin(), x.end()), memory::data_type::f32, t);
+  memory::desc dst(memory::dims(g.out_shape.begin(), g.out_shape.end()), memory::data_type::f32, t);
+  const auto alg = a.is_max ? dnnl::algorithm::pooling_max
+                            : a.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                                  : dnnl::algorithm::pooling_avg_exclude_padding;
+  try {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst, strides, kernel, dil, pl, pr);
+    dnnl::pooling_v2_forward::primitive_desc pd(d, attr, cpu_engine());
+    if (is_reference_impl(pd.impl_info_str())) return nullptr;  // the host loop below is as good
+    auto p = std::make_shared<DnnlPool>();
+    p->md = {src, dst};
+    p->scratch_bytes = pd.scratchpad_desc().get_size();
+    p->impl = pd.impl_info_str();
+    p->prim = dnnl::pooling_v2_forward(pd);
+    return p;
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+void run_dnnl(const DnnlPool& p, const void* x, void* y) {
+  auto& eng = cpu_engine();
+  thread_local dnnl::stream stream(eng);
+  thread_local std::vector<char> scratch;
+  set_dnnl_threads();
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(p.md.first, eng, const_cast<void*>(x))},
+                                             {DNNL_ARG_DST, dnnl::memory(p.md.second, eng, y)}};
+  if (p.scratch_bytes) {
+    if (scratch.size() < p.scratch_bytes) scratch.resize(p.scratch_bytes);
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 dnnl::memory(dnnl::memory::desc({static_cast<dnnl::memory::dim>(p.scratch_bytes)},
+                                                 dnnl::memory::data_type::u8, dnnl::memory::format_tag::x),
+                              eng, scratch.data()));
+  }
+  p.prim.execute(stream, args);
+  stream.wait();
+}
+
 struct PoolKernel {
   PoolAttrs a;
+  std::mutex mu;
+  std::map<std::vector<int64_t>, std::shared_ptr<const DnnlPool>> cache;  // by input shape; null: host loop
+
   PoolKernel(const oph::KernelInit& init, bool is_max) : a(read_pool_attrs(init.attrs(), is_max)) {}
+
+  oph::Implementation implementation() {
+    std::lock_guard lock(mu);
+    oph::Implementation out;
+    for (const auto& [shape, p] : cache) {
+      std::string name = p ? "oneDNN " + p->impl : "onnx-core loop";
+      if (out.name.find(name) == std::string::npos) out.name += (out.name.empty() ? "" : ", ") + name;
+    }
+    return out;
+  }
+
+  // The oneDNN primitive for this input shape, or null (host loop).
+  std::shared_ptr<const DnnlPool> dnnl_for(const PoolGeom& g, std::span<const int64_t> shape) {
+    std::vector<int64_t> key(shape.begin(), shape.end());
+    std::lock_guard lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    if (cache.size() > 16) cache.clear();  // dynamic shapes: keep the cache bounded
+    return cache.emplace(key, build_dnnl_pool(a, g, shape)).first->second;
+  }
+
   void compute(oph::KernelContext& ctx) {
     oph::TensorRef x = input(ctx, 0, a.op);
     PoolGeom g = pool_geom(a, x.shape());
     oph::TensorRef y = ensure_output(ctx, 0, g.out_shape, a.op);
     oph::TensorRef ind = a.is_max && ctx.num_outputs() > 1 ? ensure_output(ctx, 1, g.out_shape, a.op) : oph::TensorRef();
     if (!y.present() && !ind.present()) return;
+    if (x.dtype() == f32 && y.present() && !ind.present() && oph::numel(g.out_shape) > 0) {
+      if (auto p = dnnl_for(g, x.shape())) {
+        run_dnnl(*p, x.data(), y.data());
+        return;
+      }
+    }
     if (a.storage_order == 1 && ind.present() && g.n != 2)
       fail(a.op + ": storage_order=1 is only defined for 2-d pooling", OPH_CODE_UNIMPLEMENTED);
     const int64_t planes = x.shape()[0] * x.shape()[1];
