@@ -1,7 +1,9 @@
 // onnx-core: recurrent layers RNN, GRU, LSTM (opsets 7 and 14; 14 adds `layout`): forward, reverse and
 // bidirectional, sequence_lens, initial states, LSTM peepholes and input_forget, clip, and every ONNX activation
-// with activation_alpha/activation_beta. Straightforward loops in double precision (correct before fast).
+// with activation_alpha/activation_beta. float32 (and 16-bit floats) compute in float: the input projection of
+// every time step is one sgemm, the recurrent one an sgemm per step (oneDNN); float64 computes in double loops.
 #include "common.hpp"
+#include "dnnl_util.hpp"
 
 #include <cmath>
 
@@ -19,20 +21,27 @@ std::vector<std::string> default_activations(Cell c) {
 }
 
 struct Act {
+  enum Kind { kSigmoid, kTanh, kRelu, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid, kElu,
+              kSoftsign, kSoftplus };
   std::string name;
+  Kind kind = kSigmoid;
   double alpha = 0, beta = 0;
-  double operator()(double x) const {
-    if (name == "Sigmoid") return 1 / (1 + std::exp(-x));
-    if (name == "Tanh") return std::tanh(x);
-    if (name == "Relu") return std::max(0.0, x);
-    if (name == "Affine") return alpha * x + beta;
-    if (name == "LeakyRelu") return x >= 0 ? x : alpha * x;
-    if (name == "ThresholdedRelu") return x > alpha ? x : 0;
-    if (name == "ScaledTanh") return alpha * std::tanh(beta * x);
-    if (name == "HardSigmoid") return std::max(0.0, std::min(1.0, alpha * x + beta));
-    if (name == "Elu") return x >= 0 ? x : alpha * (std::exp(x) - 1);
-    if (name == "Softsign") return x / (1 + std::abs(x));
-    if (name == "Softplus") return std::log1p(std::exp(x));
+  template <class V>
+  V operator()(V x) const {
+    const V a = static_cast<V>(alpha), b = static_cast<V>(beta);
+    switch (kind) {
+      case kSigmoid: return V(1) / (V(1) + std::exp(-x));
+      case kTanh: return std::tanh(x);
+      case kRelu: return std::max(V(0), x);
+      case kAffine: return a * x + b;
+      case kLeakyRelu: return x >= 0 ? x : a * x;
+      case kThresholdedRelu: return x > a ? x : V(0);
+      case kScaledTanh: return a * std::tanh(b * x);
+      case kHardSigmoid: return std::max(V(0), std::min(V(1), a * x + b));
+      case kElu: return x >= 0 ? x : a * (std::exp(x) - V(1));
+      case kSoftsign: return x / (V(1) + std::abs(x));
+      case kSoftplus: return std::log1p(std::exp(x));
+    }
     return x;
   }
 };
@@ -59,10 +68,13 @@ std::vector<Act> parse_activations(const oph::Attrs& at, Cell cell, int dirs, co
     static const char* known[] = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",
                                   "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
     Act a;
-    for (const char* k : known) {
+    for (size_t ki = 0; ki < std::size(known); ++ki) {
       std::string kl;
-      for (const char* p = k; *p; ++p) kl += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
-      if (kl == low) a.name = k;
+      for (const char* p = known[ki]; *p; ++p) kl += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+      if (kl == low) {
+        a.name = known[ki];
+        a.kind = static_cast<Act::Kind>(ki);  // `known` lists the names in Act::Kind's order
+      }
     }
     if (a.name.empty()) fail(op + ": activation '" + n + "' is not supported", OPH_CODE_UNIMPLEMENTED);
     double da = 0, db = 0;
@@ -109,16 +121,53 @@ void rnn_infer(oph::InferContext& c, Cell cell, bool has_layout) {
   }
 }
 
-std::vector<double> doubles_of(const oph::TensorRef& t, const std::string& op) {
-  std::vector<double> v(t.size());
+template <class A>
+std::vector<A> values_of(const oph::TensorRef& t, const std::string& op) {
+  std::vector<A> v(t.size());
   dispatch_float(t.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* p = static_cast<const T*>(t.data());
-    for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<A>(p[i]);
   });
   return v;
 }
 
-void rnn_compute(oph::KernelContext& ctx, Cell cell, bool has_layout) {
+// C[M, N] = X[M, K] (rows `ldx` apart) * W[N, K]^T (+ C when accumulate): oneDNN's sgemm for float, loops for
+// double.
+template <class A>
+void gemm_xwt(int64_t M, int64_t N, int64_t K, const A* X, int64_t ldx, const A* W, A* C, bool accumulate) {
+  if (M == 0 || N == 0) return;
+  if (M == 1 && K <= 1024) {
+    // One row (the recurrent projection of one step): a dot product per output, eight partial sums so that the
+    // compiler vectorises it; an sgemm call costs more than the work at these sizes.
+    for (int64_t n = 0; n < N; ++n) {
+      const A* wn = W + n * K;
+      A acc[8] = {};
+      int64_t k = 0;
+      for (; k + 8 <= K; k += 8)
+        for (int l = 0; l < 8; ++l) acc[l] += X[k + l] * wn[k + l];
+      A sum = accumulate ? C[n] : A(0);
+      for (; k < K; ++k) sum += X[k] * wn[k];
+      for (int l = 0; l < 8; ++l) sum += acc[l];
+      C[n] = sum;
+    }
+    return;
+  }
+  if constexpr (std::is_same_v<A, float>) {
+    dnnl_status_t st = dnnl_sgemm('N', 'T', M, N, K, 1.0f, X, std::max<int64_t>(1, ldx), W, std::max<int64_t>(1, K),
+                                  accumulate ? 1.0f : 0.0f, C, N);
+    if (st != dnnl_success) fail("oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)), OPH_CODE_INTERNAL);
+  } else {
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        A s = accumulate ? C[m * N + n] : A(0);
+        for (int64_t k = 0; k < K; ++k) s += X[m * ldx + k] * W[n * K + k];
+        C[m * N + n] = s;
+      }
+  }
+}
+
+template <class A>
+void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
   const std::string op = cell_name(cell);
   const oph::Attrs& at = ctx.attrs();
   const int layout = has_layout ? static_cast<int>(at.get<int64_t>("layout")) : 0;
@@ -138,19 +187,29 @@ void rnn_compute(oph::KernelContext& ctx, Cell cell, bool has_layout) {
                                                        std::to_string(I) + "]");
   if (rs[0] != D || rs[1] != G * H) fail(op + ": R has shape " + shape_str(rs));
   const bool has_clip = at.has("clip");
-  const double clip = has_clip ? at.get<float>("clip") : 0;
+  const A clip = has_clip ? static_cast<A>(at.get<float>("clip")) : A(0);
   if (has_clip && clip <= 0) fail(op + ": clip must be > 0");
   const bool lbr = cell == Cell::kGru && at.get<int64_t>("linear_before_reset") != 0;
   const bool input_forget = cell == Cell::kLstm && at.get<int64_t>("input_forget") != 0;
   std::vector<Act> acts = parse_activations(at, cell, D, op);
   const size_t per = default_activations(cell).size();
 
-  std::vector<double> x = doubles_of(X, op), w = doubles_of(W, op), r = doubles_of(R, op);
-  std::vector<double> bias(static_cast<size_t>(D) * 2 * G * H, 0.0);
+  // X, W and R read in place when they are stored as A already, else converted once per call.
+  std::vector<A> xc, wc, rc;
+  auto view = [&](const oph::TensorRef& t, std::vector<A>& copy) -> const A* {
+    if ((std::is_same_v<A, float> && t.dtype() == f32) || (std::is_same_v<A, double> && t.dtype() == f64))
+      return static_cast<const A*>(t.data());
+    copy = values_of<A>(t, op);
+    return copy.data();
+  };
+  const A* x = view(X, xc);
+  const A* w = view(W, wc);
+  const A* r = view(R, rc);
+  std::vector<A> bias(static_cast<size_t>(D) * 2 * G * H, 0.0);
   if (ctx.input(3).present()) {
     oph::TensorRef bt = input(ctx, 3, op);
     if (bt.size() != bias.size()) fail(op + ": B must be [num_directions, " + std::to_string(2 * G * H) + "]");
-    bias = doubles_of(bt, op);
+    bias = values_of<A>(bt, op);
   }
   std::vector<int64_t> seq(B, S);
   if (ctx.input(4).present()) {
@@ -165,88 +224,88 @@ void rnn_compute(oph::KernelContext& ctx, Cell cell, bool has_layout) {
   auto state_index = [&](int d, int64_t b, int64_t h) {
     return layout == 0 ? (static_cast<size_t>(d) * B + b) * H + h : (static_cast<size_t>(b) * D + d) * H + h;
   };
-  std::vector<double> hstate(static_cast<size_t>(D) * B * H, 0.0), cstate(hstate.size(), 0.0);
-  auto load_state = [&](size_t idx, std::vector<double>& dst, const char* what) {
+  std::vector<A> hstate(static_cast<size_t>(D) * B * H, 0.0), cstate(hstate.size(), 0.0);
+  auto load_state = [&](size_t idx, std::vector<A>& dst, const char* what) {
     if (!ctx.input(idx).present()) return;
     oph::TensorRef t = input(ctx, idx, op);
     if (t.size() != dst.size()) fail(op + ": " + what + " has the wrong number of values");
-    std::vector<double> v = doubles_of(t, op);
+    std::vector<A> v = values_of<A>(t, op);
     for (int d = 0; d < D; ++d)
       for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < H; ++h) dst[(static_cast<size_t>(d) * B + b) * H + h] = v[state_index(d, b, h)];
   };
   load_state(5, hstate, "initial_h");
-  std::vector<double> peep(static_cast<size_t>(D) * 3 * H, 0.0);
+  std::vector<A> peep(static_cast<size_t>(D) * 3 * H, 0.0);
   if (cell == Cell::kLstm) {
     load_state(6, cstate, "initial_c");
     if (ctx.input(7).present()) {
       oph::TensorRef pt = input(ctx, 7, op);
       if (pt.size() != peep.size()) fail(op + ": P must be [num_directions, " + std::to_string(3 * H) + "]");
-      peep = doubles_of(pt, op);
+      peep = values_of<A>(pt, op);
     }
   }
 
   const int64_t ys_l0[4] = {S, D, B, H}, ys_l1[4] = {B, S, D, H};
   const int64_t hs_l0[3] = {D, B, H}, hs_l1[3] = {B, D, H};
   oph::TensorRef Y = ensure_output(ctx, 0, layout == 0 ? std::span<const int64_t>(ys_l0) : std::span<const int64_t>(ys_l1), op);
-  std::vector<double> yv(static_cast<size_t>(S) * D * B * H, 0.0);
+  std::vector<A> yv(static_cast<size_t>(S) * D * B * H, 0.0);
   auto y_index = [&](int64_t t, int d, int64_t b, int64_t h) {
     return layout == 0 ? ((static_cast<size_t>(t) * D + d) * B + b) * H + h
                        : ((static_cast<size_t>(b) * S + t) * D + d) * H + h;
   };
-  auto x_at = [&](int64_t t, int64_t b, int64_t i) {
-    return x[layout == 0 ? (static_cast<size_t>(t) * B + b) * I + i : (static_cast<size_t>(b) * S + t) * I + i];
-  };
-  auto clipv = [&](double v) { return has_clip ? std::max(-clip, std::min(clip, v)) : v; };
+  auto clipv = [&](A v) { return has_clip ? std::max(-clip, std::min(clip, v)) : v; };
 
-  std::vector<double> gx(G * H), gh(G * H), hnew(H), cnew(H);
+  const int64_t GH = G * H;
+  std::vector<A> gx_all(static_cast<size_t>(S * GH)), gh(static_cast<size_t>(GH)), hnew(H), cnew(H);
+  set_dnnl_threads();
   for (int d = 0; d < D; ++d) {
     const bool reverse = dir == "reverse" || d == 1;
-    const double* Wd = w.data() + static_cast<size_t>(d) * G * H * I;
-    const double* Rd = r.data() + static_cast<size_t>(d) * G * H * H;
-    const double* Wb = bias.data() + static_cast<size_t>(d) * 2 * G * H;
-    const double* Rb = Wb + G * H;
-    const double* Pd = peep.data() + static_cast<size_t>(d) * 3 * H;
+    const A* Wd = w + static_cast<size_t>(d) * G * H * I;
+    const A* Rd = r + static_cast<size_t>(d) * G * H * H;
+    const A* Wb = bias.data() + static_cast<size_t>(d) * 2 * G * H;
+    const A* Rb = Wb + G * H;
+    const A* Pd = peep.data() + static_cast<size_t>(d) * 3 * H;
     const Act* f = &acts[d * per];
     for (int64_t b = 0; b < B; ++b) {
-      double* hs = hstate.data() + (static_cast<size_t>(d) * B + b) * H;
-      double* cs = cstate.data() + (static_cast<size_t>(d) * B + b) * H;
+      A* hs = hstate.data() + (static_cast<size_t>(d) * B + b) * H;
+      A* cs = cstate.data() + (static_cast<size_t>(d) * B + b) * H;
+      // The input projection of every time step at once: gx_all[t] = W x_t + Wb.
+      const A* xb = x + (layout == 0 ? static_cast<size_t>(b) * I : static_cast<size_t>(b) * S * I);
+      gemm_xwt<A>(S, GH, I, xb, layout == 0 ? B * I : I, Wd, gx_all.data(), false);
+      for (int64_t t = 0; t < S; ++t)
+        for (int64_t g = 0; g < GH; ++g) gx_all[static_cast<size_t>(t * GH + g)] += Wb[g];
       for (int64_t step = 0; step < seq[b]; ++step) {
         const int64_t t = reverse ? seq[b] - 1 - step : step;
-        // gx = W x_t + Wb ; gh = R h_{t-1} + Rb (per gate row).
-        for (int64_t g = 0; g < G * H; ++g) {
-          double sx = Wb[g], sh = Rb[g];
-          for (int64_t i = 0; i < I; ++i) sx += Wd[g * I + i] * x_at(t, b, i);
-          for (int64_t k = 0; k < H; ++k) sh += Rd[g * H + k] * hs[k];
-          gx[g] = sx;
-          gh[g] = sh;
-        }
+        // gh = R h_{t-1} + Rb (every gate row).
+        const A* gx = gx_all.data() + static_cast<size_t>(t * GH);
+        std::copy(Rb, Rb + GH, gh.begin());
+        gemm_xwt<A>(1, GH, H, hs, H, Rd, gh.data(), true);
         if (cell == Cell::kRnn) {
           for (int64_t h = 0; h < H; ++h) hnew[h] = f[0](clipv(gx[h] + gh[h]));
         } else if (cell == Cell::kGru) {
           // Gate order z, r, h.
           for (int64_t h = 0; h < H; ++h) {
-            const double z = f[0](clipv(gx[h] + gh[h]));
-            const double rr = f[0](clipv(gx[H + h] + gh[H + h]));
-            double pre;
+            const A z = f[0](clipv(gx[h] + gh[h]));
+            const A rr = f[0](clipv(gx[H + h] + gh[H + h]));
+            A pre;
             if (lbr) {
               pre = gx[2 * H + h] + rr * gh[2 * H + h];
             } else {
-              double s = Rb[2 * H + h];
+              A s = Rb[2 * H + h];
               for (int64_t k = 0; k < H; ++k) s += Rd[(2 * H + h) * H + k] * (rr * hs[k]);
               pre = gx[2 * H + h] + s;
             }
-            const double hh = f[1](clipv(pre));
-            hnew[h] = (1 - z) * hh + z * hs[h];
+            const A hh = f[1](clipv(pre));
+            hnew[h] = (A(1) - z) * hh + z * hs[h];
           }
         } else {
           // Gate order i, o, f, c; peepholes P = [Pi, Po, Pf].
           for (int64_t h = 0; h < H; ++h) {
-            const double ig = f[0](clipv(gx[h] + gh[h] + Pd[h] * cs[h]));
-            const double fg = input_forget ? 1 - ig : f[0](clipv(gx[2 * H + h] + gh[2 * H + h] + Pd[2 * H + h] * cs[h]));
-            const double cg = f[1](clipv(gx[3 * H + h] + gh[3 * H + h]));
-            const double c = fg * cs[h] + ig * cg;
-            const double og = f[0](clipv(gx[H + h] + gh[H + h] + Pd[H + h] * c));
+            const A ig = f[0](clipv(gx[h] + gh[h] + Pd[h] * cs[h]));
+            const A fg = input_forget ? A(1) - ig : f[0](clipv(gx[2 * H + h] + gh[2 * H + h] + Pd[2 * H + h] * cs[h]));
+            const A cg = f[1](clipv(gx[3 * H + h] + gh[3 * H + h]));
+            const A c = fg * cs[h] + ig * cg;
+            const A og = f[0](clipv(gx[H + h] + gh[H + h] + Pd[H + h] * c));
             cnew[h] = c;
             hnew[h] = og * f[2](c);
           }
@@ -257,7 +316,7 @@ void rnn_compute(oph::KernelContext& ctx, Cell cell, bool has_layout) {
       }
     }
   }
-  auto store = [&](const oph::TensorRef& out, const std::vector<double>& v) {
+  auto store = [&](const oph::TensorRef& out, const std::vector<A>& v) {
     dispatch_float(out.dtype(), op, [&]<class T>(std::type_identity<T>) {
       T* p = static_cast<T*>(out.data());
       for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<T>(v[i]);
@@ -267,13 +326,19 @@ void rnn_compute(oph::KernelContext& ctx, Cell cell, bool has_layout) {
   for (size_t o = 1; o < (cell == Cell::kLstm ? 3u : 2u); ++o) {
     oph::TensorRef out = ensure_output(ctx, o, layout == 0 ? std::span<const int64_t>(hs_l0) : std::span<const int64_t>(hs_l1), op);
     if (!out.present()) continue;
-    const std::vector<double>& src = o == 1 ? hstate : cstate;
-    std::vector<double> v(src.size());
+    const std::vector<A>& src = o == 1 ? hstate : cstate;
+    std::vector<A> v(src.size());
     for (int d = 0; d < D; ++d)
       for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < H; ++h) v[state_index(d, b, h)] = src[(static_cast<size_t>(d) * B + b) * H + h];
     store(out, v);
   }
+}
+
+void rnn_compute(oph::KernelContext& ctx, Cell cell, bool has_layout) {
+  // float64 in double; float32 and the 16-bit floats in float (their storage is converted on the way in and out).
+  if (ctx.input(0).dtype() == f64) rnn_compute_as<double>(ctx, cell, has_layout);
+  else rnn_compute_as<float>(ctx, cell, has_layout);
 }
 
 void register_rnn(oph::Pack& pack) {
@@ -282,7 +347,7 @@ void register_rnn(oph::Pack& pack) {
       const bool has_layout = since >= 14;
       auto& b = pack.op(kDomain, cell_name(cell))
                     .versions(since, since == 7 ? 13 : OPH_OPSET_MAX)
-                    .doc("recurrent layer (reference loops)")
+                    .doc("recurrent layer (sgemm for the input and recurrent projections)")
                     .input("X", "T")
                     .input("W", "T")
                     .input("R", "T")
