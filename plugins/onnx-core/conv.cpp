@@ -356,6 +356,9 @@ class ConvKernel {
  private:
   std::shared_ptr<const Prim> build(const std::vector<int64_t>& key, const std::vector<int64_t>& wshape, bool bias) {
     std::span<const int64_t> xs(key.data(), key.size() - 1);
+    // oneDNN partitions a primitive's work for the OpenMP team size current at creation: set it first, or a
+    // primitive built at load (static shapes) runs on every core whatever --threads says.
+    if (threads_ > 0) omp_set_num_threads(threads_);
     auto p = std::make_shared<Prim>();
     p->g = conv_geom(a_, xs, wshape);
     const ConvGeom& g = p->g;
