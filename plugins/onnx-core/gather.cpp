@@ -1314,6 +1314,19 @@ void register_misc(oph::Pack& pack) {
 // DepthToSpace, SpaceToDepth
 // ---------------------------------------------------------------------------------------------------------
 
+// blocksize of DepthToSpace/SpaceToDepth: positive, and blocksize^2 must not overflow.
+int64_t checked_blocksize(int64_t b, const char* op) {
+  if (b <= 0) fail(std::string(op) + ": blocksize must be positive, got " + std::to_string(b));
+  if (b > (int64_t{1} << 31)) fail(std::string(op) + ": blocksize " + std::to_string(b) + " is too large");
+  return b;
+}
+
+int64_t checked_mul(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) fail(std::string(op) + ": output dimension overflows int64");
+  return r;
+}
+
 void depth_space_compute(const oph::KernelContext& ctx, bool to_space, int32_t since) {
   const std::string op = to_space ? "DepthToSpace" : "SpaceToDepth";
   oph::TensorRef x = input(ctx, 0, op);
@@ -1360,10 +1373,13 @@ void register_depth_space(oph::Pack& pack) {
                                 return;
                               }
                               auto s = c.input_shape(0);
-                              int64_t b = c.attr<int64_t>("blocksize");
-                              auto m = [](int64_t d, int64_t f) { return d < 0 ? OPH_DIM_UNKNOWN : d * f; };
+                              const int64_t b = checked_blocksize(c.attr<int64_t>("blocksize"), "DepthToSpace");
+                              if (s[1] >= 0 && s[1] % (b * b) != 0)
+                                fail("DepthToSpace: channels " + std::to_string(s[1]) +
+                                     " must be divisible by blocksize^2 = " + std::to_string(b * b));
+                              auto m = [b](int64_t d) { return d < 0 ? OPH_DIM_UNKNOWN : checked_mul(d, b, "DepthToSpace"); };
                               c.set_output(0, c.input_dtype(0),
-                                           {s[0], s[1] < 0 ? OPH_DIM_UNKNOWN : s[1] / (b * b), m(s[2], b), m(s[3], b)});
+                                           {s[0], s[1] < 0 ? OPH_DIM_UNKNOWN : s[1] / (b * b), m(s[2]), m(s[3])});
                             })
                             .compute([since](oph::KernelContext& ctx) { depth_space_compute(ctx, true, since); });
     if (since >= 11) b.attr("mode", std::string("DCR"));
@@ -1381,10 +1397,15 @@ void register_depth_space(oph::Pack& pack) {
                               return;
                             }
                             auto s = c.input_shape(0);
-                            int64_t b = c.attr<int64_t>("blocksize");
-                            auto d = [](int64_t v, int64_t f) { return v < 0 ? OPH_DIM_UNKNOWN : v / f; };
+                            const int64_t b = checked_blocksize(c.attr<int64_t>("blocksize"), "SpaceToDepth");
+                            for (int k = 2; k < 4; ++k)
+                              if (s[k] >= 0 && s[k] % b != 0)
+                                fail("SpaceToDepth: height and width " + shape_str(s) + " must be divisible by blocksize " +
+                                     std::to_string(b));
+                            auto d = [b](int64_t v) { return v < 0 ? OPH_DIM_UNKNOWN : v / b; };
                             c.set_output(0, c.input_dtype(0),
-                                         {s[0], s[1] < 0 ? OPH_DIM_UNKNOWN : s[1] * b * b, d(s[2], b), d(s[3], b)});
+                                         {s[0], s[1] < 0 ? OPH_DIM_UNKNOWN : checked_mul(s[1], b * b, "SpaceToDepth"), d(s[2]),
+                                          d(s[3])});
                           })
                           .compute([](oph::KernelContext& ctx) { depth_space_compute(ctx, false, 1); });
   add_types(b, "T", kAll);
@@ -1450,6 +1471,14 @@ struct NdGeometry {
 
 NdGeometry nd_geometry(std::span<const int64_t> data, std::span<const int64_t> idx, int64_t b, const std::string& op) {
   if (idx.empty()) fail(op + ": indices must have rank >= 1");
+  if (b < 0 || b >= static_cast<int64_t>(std::min(data.size(), idx.size())))
+    fail(op + ": batch_dims " + std::to_string(b) + " must be in [0, min(rank(data), rank(indices)) - 1] = [0, " +
+         std::to_string(static_cast<int64_t>(std::min(data.size(), idx.size())) - 1) + "]");
+  for (int64_t k = 0; k < b; ++k)
+    if (data[k] != idx[k])
+      fail(op + ": the first batch_dims dims of data " + shape_str(data) + " and indices " + shape_str(idx) +
+           " must be equal");
+  if (idx.back() < 0) fail(op + ": indices.shape[-1] must be known and >= 0");
   NdGeometry g;
   g.last = static_cast<size_t>(idx.back());
   if (static_cast<int64_t>(g.last) + b > static_cast<int64_t>(data.size()))
@@ -1478,6 +1507,11 @@ int64_t nd_offset(const NdGeometry& g, const int64_t* ix, const std::string& op)
 }
 
 std::vector<int64_t> gathernd_shape(std::span<const int64_t> data, std::span<const int64_t> idx, int64_t b) {
+  const int64_t r = static_cast<int64_t>(std::min(data.size(), idx.size()));
+  if (b < 0 || b >= r)
+    fail("GatherND: batch_dims " + std::to_string(b) + " must be in [0, " + std::to_string(r - 1) + "]");
+  if (idx.back() < 0 || b + idx.back() > static_cast<int64_t>(data.size()))
+    fail("GatherND: indices.shape[-1] + batch_dims exceeds the data rank");
   std::vector<int64_t> out(idx.begin(), idx.end() - 1);
   for (size_t k = static_cast<size_t>(b + idx.back()); k < data.size(); ++k) out.push_back(data[k]);
   return out;

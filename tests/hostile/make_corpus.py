@@ -152,6 +152,17 @@ def main():
     save("external_absolute", model(ident + [helper.make_node("Identity", ["w"], ["z"], name="idw")],
                                     [f32("x", [1])], [f32("y", [1]), f32("z", [4])], [w2]),
          "is an absolute path")
+    # Integer attributes that divide or index (issue: DepthToSpace blocksize=0 was SIGFPE at load; GatherND
+    # batch_dims=INT32_MIN a SIGSEGV, found by tests/hostile/attr_sweep.py).
+    for op, bs in (("DepthToSpace", 0), ("DepthToSpace", -3), ("SpaceToDepth", 0)):
+        save("%s_blocksize_%s" % (op.lower(), str(bs).replace("-", "m")),
+             model([helper.make_node(op, ["x"], ["y"], name="d2s", blocksize=bs)], [f32("x", [1, 4, 2, 2])],
+                   [f32("y", None)]),
+             "blocksize must be positive")
+    save("gathernd_batch_dims_negative",
+         model([helper.make_node("GatherND", ["x", "i"], ["y"], name="g", batch_dims=-(1 << 31))],
+               [f32("x", [2, 3, 4]), helper.make_tensor_value_info("i", TensorProto.INT64, [2, 1])], [f32("y", None)]),
+         "batch_dims")
     # Not protobuf at all, and a truncated model.
     with open(os.path.join(OUT, "garbage.onnx"), "wb") as f:
         f.write(b"\xff" * 64 + b"ONNX" * 8)
