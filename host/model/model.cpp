@@ -1,6 +1,10 @@
 // ONNX file -> ophost::Model, with the host's own structural validation.
 #include "model/model.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "model/tensor_proto.hpp"
 
 #include <onnx/onnx_pb.h>
@@ -473,19 +477,47 @@ Model load_model(const fs::path& path, const ModelLimits& limits) {
   if (fs::is_directory(status)) {
     throw Error(Code::kInvalidArgument, path.string() + ": is a folder; pass the path of the .onnx file");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // One descriptor, opened without blocking (a FIFO must not hang the load) and checked to be a regular file;
+  // the size read is the size fstat reports for that very file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     throw Error(errno == EACCES ? Code::kPermissionDenied : Code::kUnavailable,
                 "cannot read model file " + path.string() + ": " + std::strerror(errno));
   }
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec) {
-    throw Error(Code::kUnavailable, "cannot read model file " + path.string() + ": " + ec.message());
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    throw Error(Code::kUnavailable, "cannot read model file " + path.string() + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    const char* what = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISSOCK(st.st_mode)                                     ? "a socket"
+                                                                                  : "not a regular file";
+    throw Error(Code::kInvalidArgument, path.string() + ": is " + std::string(what) +
+                                            ", not a regular file; pass the path of an .onnx file");
+  }
+  // Protocol buffers cannot hold more than 2 GiB; larger weights belong in external data files.
+  constexpr uintmax_t kMaxModelBytes = uintmax_t{2} << 30;
+  const uintmax_t size = static_cast<uintmax_t>(st.st_size);
+  if (size > kMaxModelBytes) {
+    throw Error(Code::kInvalidArgument, path.string() + ": " + std::to_string(size) +
+                                            " bytes is over the 2 GiB a protobuf model can hold; store the weights "
+                                            "as external data");
   }
   std::vector<char> data(static_cast<size_t>(size));
-  if (size > 0 && !in.read(data.data(), static_cast<std::streamsize>(size))) {
-    throw Error(Code::kDataLoss, "error while reading model file " + path.string() + " (read " +
-                                     std::to_string(in.gcount()) + " of " + std::to_string(size) + " bytes)");
+  size_t got = 0;
+  while (got < data.size()) {
+    const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      throw Error(Code::kDataLoss, "error while reading model file " + path.string() + " (read " +
+                                       std::to_string(got) + " of " + std::to_string(size) + " bytes" +
+                                       (n < 0 ? std::string(": ") + std::strerror(errno) : std::string()) + ")");
+    }
+    got += static_cast<size_t>(n);
   }
   const fs::path abs = fs::absolute(path, ec);
   const fs::path base = (ec ? path : abs).parent_path();

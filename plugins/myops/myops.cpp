@@ -11,12 +11,13 @@ namespace {
 
 constexpr size_t kGrain = 16384;  // elements per parallel chunk
 
-// y = clamp(x * scale, 0, max_val). Branch-free so the compiler vectorizes it (-O3).
+// y = clamp(x * scale, 0, max_val); NaN in, NaN out (as ONNX Clip and numpy's clip: every comparison with NaN is
+// false, so it passes through). Branch-free so the compiler vectorizes it (-O3).
 void relu6_scale_range(const float* __restrict in, float* __restrict out, size_t n, float scale, float max_val) {
   for (size_t i = 0; i < n; ++i) {
     float v = in[i] * scale;
-    v = v > 0.0f ? v : 0.0f;
-    out[i] = v < max_val ? v : max_val;
+    v = v < 0.0f ? 0.0f : v;
+    out[i] = v > max_val ? max_val : v;
   }
 }
 

@@ -838,6 +838,8 @@ void register_split(oph::Pack& pack) {
        bool known;
        auto split = get_split(c.attrs(), c.has_input(1) ? c.input_constant(1) : nullptr, c.has_input(1), known);
        int64_t num = since >= 18 && c.attrs().has("num_outputs") ? c.attr<int64_t>("num_outputs") : 0;
+       if (since >= 18 && c.attrs().has("num_outputs") && num < 1)
+         fail("Split: num_outputs must be >= 1, got " + std::to_string(num));
        std::vector<int64_t> sizes =
            known ? split_sizes(in[static_cast<size_t>(axis)], n_out, split, num, "Split")
                  : std::vector<int64_t>(n_out, OPH_DIM_UNKNOWN);
@@ -854,6 +856,8 @@ void register_split(oph::Pack& pack) {
       bool present = ctx.num_inputs() > 1 && ctx.input(1).present();
       auto split = get_split(ctx.attrs(), present ? ctx.input(1).raw() : nullptr, present, known);
       int64_t num = since >= 18 && ctx.attrs().has("num_outputs") ? ctx.attr<int64_t>("num_outputs") : 0;
+      if (since >= 18 && ctx.attrs().has("num_outputs") && num < 1)
+        fail("Split: num_outputs must be >= 1, got " + std::to_string(num));
       const size_t n_out = ctx.num_outputs();
       std::vector<int64_t> sizes = split_sizes(in[static_cast<size_t>(axis)], n_out, split, num, "Split");
       size_t outer = 1, inner = 1;

@@ -163,6 +163,10 @@ def main():
          model([helper.make_node("GatherND", ["x", "i"], ["y"], name="g", batch_dims=-(1 << 31))],
                [f32("x", [2, 3, 4]), helper.make_tensor_value_info("i", TensorProto.INT64, [2, 1])], [f32("y", None)]),
          "batch_dims")
+    save("split_num_outputs_0",
+         model([helper.make_node("Split", ["x"], ["y"], name="split", num_outputs=0)], [f32("x", [4])],
+               [f32("y", None)], opset=18),
+         "num_outputs must be >= 1")
     # Not protobuf at all, and a truncated model.
     with open(os.path.join(OUT, "garbage.onnx"), "wb") as f:
         f.write(b"\xff" * 64 + b"ONNX" * 8)

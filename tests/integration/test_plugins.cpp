@@ -203,6 +203,22 @@ TEST(Plugins, RenamedCopyIsRejectedForNameMismatch) {
   EXPECT_NE(line_starting(r.out, "loaded    myops "), "") << r.out;
 }
 
+// Manifest strings reach the terminal escaped: a 'library' holding a newline and an ESC sequence cannot forge a
+// "loaded" line or recolour the terminal.
+TEST(Plugins, ManifestStringsArePrintedEscaped) {
+  TempDir root;
+  fs::path dir = copy_plugin_folder(root.path(), "myops", "myops");
+  std::string manifest = read_file(dir / "ophost-plugin.json");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(manifest, m, std::regex(R"re("library": *"([^"]*)")re")));
+  manifest.replace(m.position(1), m.length(1), "x\\u001b[31m\\nloaded    evil 9.9.9 (operator-pack)");
+  write_file(dir / "ophost-plugin.json", manifest);
+  ProcResult r = ophost({"plugins", "-v", "--plugin-path", root.path().string()});
+  EXPECT_EQ(line_starting(r.out, "loaded    evil"), "") << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "an escape character reached the terminal";
+  EXPECT_CONTAINS(r.out, "\\x1b[31m\\x0aloaded    evil");
+}
+
 TEST(Plugins, ShadowedPluginIsReportedNotSilentlyDropped) {
   // A plugin of the same name found earlier in the search order shadows the build tree's one (first found
   // wins, like PATH); even when the earlier copy is itself rejected, both decisions are shown.

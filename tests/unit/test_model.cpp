@@ -5,6 +5,8 @@
 #include <ophost/error.hpp>
 
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstdlib>
@@ -363,6 +365,19 @@ TEST(ModelLoadErrors, Unreadable) {
   const std::string msg = error_of([&] { ophost::load_model(file); }, &code);
   EXPECT_EQ(code, Code::kPermissionDenied);
   EXPECT_CONTAINS(msg, "cannot read model file");
+}
+
+// A FIFO or a device must not hang the load or be read as a model (a FIFO with no writer blocked forever).
+TEST(ModelLoadErrors, FifoAndDeviceAreRefusedWithoutBlocking) {
+  TempDir dir;
+  const fs::path fifo = dir.path / "m.onnx";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Code code{};
+  std::string msg = error_of([&] { ophost::load_model(fifo); }, &code);
+  EXPECT_EQ(code, Code::kInvalidArgument);
+  EXPECT_CONTAINS(msg, fifo.string() + ": is a FIFO, not a regular file");
+  msg = error_of([&] { ophost::load_model("/dev/zero"); }, &code);
+  EXPECT_CONTAINS(msg, "/dev/zero: is a device, not a regular file");
 }
 
 TEST(ModelLoadErrors, NotProtobuf) {

@@ -34,27 +34,28 @@ int cmd_plugins(int argc, char** argv) {
   for (const PluginReport& r : runtime.plugins()) {
     if (r.loaded) {
       ++loaded;
-      std::cout << "loaded    " << r.name << " " << r.version << " (" << r.kind << ")";
+      std::cout << "loaded    " << printable(r.name) << " " << printable(r.version) << " (" << printable(r.kind) << ")";
       if (!r.ops.empty()) std::cout << ", " << r.ops.size() << " ops";
       if (!r.devices.empty()) std::cout << ", " << r.devices.size() << " device entr" << (r.devices.size() == 1 ? "y" : "ies");
       std::cout << "\n";
       if (verbose) {
-        std::cout << "          manifest " << r.manifest.string() << "\n";
-        if (!r.library.empty()) std::cout << "          library  " << r.library.string() << "\n";
+        std::cout << "          manifest " << printable(r.manifest.string()) << "\n";
+        if (!r.library.empty()) std::cout << "          library  " << printable(r.library.string()) << "\n";
         if (!r.verified.empty()) std::cout << "          verified " << r.verified << "\n";
-        for (const std::string& d : r.devices) std::cout << "          device   " << d << "\n";
-        for (const std::string& op : r.ops) std::cout << "          op       " << op << "\n";
+        for (const std::string& d : r.devices) std::cout << "          device   " << printable(d) << "\n";
+        for (const std::string& op : r.ops) std::cout << "          op       " << printable(op) << "\n";
       } else {
-        for (const std::string& d : r.devices) std::cout << "          device   " << d << "\n";
+        for (const std::string& d : r.devices) std::cout << "          device   " << printable(d) << "\n";
       }
     } else if (r.inactive) {
       // Not loaded because its device is absent here: information, not a failure.
       ++inactive;
-      std::cout << "inactive  " << r.name << " " << r.version << " (" << r.kind << "): " << r.reason << "\n";
-      if (verbose) std::cout << "          manifest " << r.manifest.string() << "\n";
+      std::cout << "inactive  " << printable(r.name) << " " << printable(r.version) << " (" << printable(r.kind)
+                << "): " << printable(r.reason) << "\n";
+      if (verbose) std::cout << "          manifest " << printable(r.manifest.string()) << "\n";
     } else {
       ++rejected;
-      std::cout << "rejected  " << r.name << ": " << r.reason << "\n";
+      std::cout << "rejected  " << printable(r.name) << ": " << printable(r.reason) << "\n";
     }
   }
   std::cout << loaded << " loaded, " << inactive << " inactive (device absent, not loaded), " << rejected

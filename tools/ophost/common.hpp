@@ -54,6 +54,10 @@ void add_input_options(po::options_description& desc, std::vector<std::string>& 
 // "float32 [2,8]  min -1 max 6 mean 0.25  [0.1, 0.2, ...]"
 std::string summarize(const Tensor& t);
 
+// Text from a plugin or manifest made safe for a terminal: control characters (ESC, newline, NUL, DEL, ...)
+// become \xNN, so a manifest cannot forge output lines or send escape sequences.
+std::string printable(std::string_view text);
+
 // Exit codes.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
