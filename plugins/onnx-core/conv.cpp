@@ -395,6 +395,9 @@ class ConvKernel {
     if (depthwise && n == 2) {
       const int block = dnnl_channel_block();
       if (g.C % block == 0) candidates.push_back(block == 16 ? tag::aBcd16b : tag::aBcd8b);
+      // Channels that are a multiple of 8 only (BlazeFace's 24) on AVX-512: the AVX2 jit_dw kernel on 8-channel
+      // blocks beats channels-last brdgmm_dw with its two full-tensor transposes.
+      if (block == 16 && g.C % 8 == 0 && g.C % 16 != 0) candidates.push_back(tag::aBcd8b);
       candidates.push_back(tag::acdb);  // channels-last
     }
     candidates.push_back(use_any ? tag::any : pt);
