@@ -353,13 +353,13 @@ void resize_run(const oph::KernelContext& ctx, const ResizeAttrs& a, const Resiz
   ctx.parallel_for(rows, std::max<size_t>(1, kGrain / std::max<int64_t>(W, 1)), [&](size_t lo, size_t hi) {
     std::vector<int64_t> offs;
     std::vector<float> wts;
+    std::vector<int64_t> idx(r - 1);
     for (size_t row = lo; row < hi; ++row) {
       // Outer axes: the set of (input offset, weight) corners of this row.
       offs.assign(1, 0);
       wts.assign(1, 1.f);
       bool outside = false;
       size_t rem = row;
-      std::vector<int64_t> idx(r - 1);
       for (size_t k = r - 1; k-- > 0;) {
         idx[k] = static_cast<int64_t>(rem % static_cast<size_t>(p.out[k]));
         rem /= static_cast<size_t>(p.out[k]);
@@ -398,6 +398,20 @@ void resize_run(const oph::KernelContext& ctx, const ResizeAttrs& a, const Resiz
         const T* xr = x + offs[0];
         const int64_t* ii = last.idx.data();
         for (int64_t o = 0; o < W; ++o) yr[o] = xr[ii[o]];
+      } else if (last.K == 2 && offs.size() <= 2) {
+        // Bilinear (or linear along the last axis only): two input rows, two taps each.
+        const T* x0 = x + offs[0];
+        const T* x1 = x + offs[offs.size() - 1];
+        const float w0 = wts[0], w1 = offs.size() == 2 ? wts[1] : 0.0f;
+        const int64_t* ii = last.idx.data();
+        const float* ww = last.w.data();
+        for (int64_t o = 0; o < W; ++o) {
+          const int64_t i0 = ii[2 * o], i1 = ii[2 * o + 1];
+          const float a0 = ww[2 * o], a1 = ww[2 * o + 1];
+          const float top = a0 * static_cast<float>(x0[i0]) + a1 * static_cast<float>(x0[i1]);
+          const float bot = a0 * static_cast<float>(x1[i0]) + a1 * static_cast<float>(x1[i1]);
+          yr[o] = static_cast<T>(w0 * top + w1 * bot);
+        }
       } else {
         const int K = last.K;
         for (int64_t o = 0; o < W; ++o) {
