@@ -6,6 +6,7 @@
 # mounts) and deb.debian.org.
 #
 #   tools/dev/fresh-check.sh [--only-configure] [--worktree] [--reuse] [--dir DIR] [--verbose]
+#   tools/dev/fresh-check.sh --deb PATH/ophost_VERSION_ARCH.deb [--reuse]
 #
 #   --only-configure  run tools/dev/deps.sh and `cmake --preset default` only (a few minutes instead of the
 #                     full build and test, which take well over 20 minutes on 2 cores)
@@ -15,12 +16,15 @@
 #                     of that pristine base, so packages installed by an earlier run never leak in)
 #   --dir DIR         where the base and the chroot live (default /var/tmp/ophost-fresh)
 #   --verbose         stream each step's output (it always goes to DIR/logs/STEP.log)
+#   --deb FILE        instead: `apt-get install ./FILE` (the runtime package alone) in the fresh system, then
+#                     `ophost plugins` (no rejection allowed) and an example model; fails when the install
+#                     pulled in a HIP or CUDA runtime
 # Environment: OPHOST_FRESH_MIRROR (default http://deb.debian.org/debian).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 repo="$PWD"
 
-dir=/var/tmp/ophost-fresh only_configure=0 worktree=0 reuse=0 verbose=0
+dir=/var/tmp/ophost-fresh only_configure=0 worktree=0 reuse=0 verbose=0 deb=
 while [ $# -gt 0 ]; do
   case "$1" in
     --only-configure) only_configure=1; shift ;;
@@ -28,6 +32,7 @@ while [ $# -gt 0 ]; do
     --reuse) reuse=1; shift ;;
     --dir) dir="$2"; shift 2 ;;
     --verbose) verbose=1; shift ;;
+    --deb) deb="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh-check: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -193,7 +198,28 @@ in_chroot() {
     /bin/bash -c "cd /work/ophost && $1"
 }
 
-# 5. The README's commands, as root in the fresh system.
+# 5. The README's commands, as root in the fresh system (or the runtime package alone, with --deb).
+if [ -n "$deb" ]; then
+  [ -f "$deb" ] || { say "no such package: $deb"; exit 2; }
+  cp "$deb" "$root/tmp/"
+  debname="$(basename "$deb")"
+  step "apt-get install ./$debname" in_chroot "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q /tmp/$debname"
+  no_gpu_runtime() {
+    if in_chroot "dpkg -l | grep -E '^ii +(libamdhip64|libhsa-runtime|rocm|cuda|libcudart|libcublas)'"; then
+      say "the runtime package pulled in a GPU runtime (above)"
+      return 1
+    fi
+  }
+  step "no HIP/CUDA runtime installed" no_gpu_runtime
+  plugins_clean() {
+    in_chroot "ophost plugins" | tee "$logs/plugins.out"
+    grep -q " 0 rejected" "$logs/plugins.out"
+  }
+  step "ophost plugins: 0 rejected" plugins_clean
+  step "ophost run an example model" in_chroot \
+    'ophost run examples/models/mixed_small.onnx --input x=examples/models/mixed_small.input.x.npy'
+  exit 0
+fi
 if [ "$only_configure" = 1 ]; then
   step "tools/dev/deps.sh" in_chroot 'tools/dev/deps.sh'
   step "cmake --preset default" in_chroot 'cmake --preset default'
