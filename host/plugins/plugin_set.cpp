@@ -8,12 +8,15 @@
 #include <spdlog/spdlog.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -208,22 +211,23 @@ const std::vector<std::string>& host_cpu_features() {
   return features;
 }
 
-std::string sha256_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(Code::kNotFound, "cannot read " + path.string() + " to compute its sha256");
+std::string sha256_fd(int fd, const fs::path& path) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
     throw Error(Code::kInternal, "OpenSSL: cannot initialize SHA-256");
   }
   std::vector<char> buf(1 << 16);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    std::streamsize n = in.gcount();
-    if (n > 0 && EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n)) != 1) {
+  off_t off = 0;
+  for (;;) {
+    const ssize_t n = ::pread(fd, buf.data(), buf.size(), off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(Code::kDataLoss, "error while reading " + path.string() + ": " + std::strerror(errno));
+    if (n == 0) break;
+    if (EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n)) != 1) {
       throw Error(Code::kInternal, "OpenSSL: SHA-256 update failed");
     }
+    off += n;
   }
-  if (in.bad()) throw Error(Code::kDataLoss, "error while reading " + path.string());
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1) throw Error(Code::kInternal, "OpenSSL: SHA-256 final failed");
@@ -234,6 +238,25 @@ std::string sha256_file(const fs::path& path) {
     out += hex[md[i] & 15];
   }
   return out;
+}
+
+std::string sha256_file(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(Code::kNotFound, "cannot read " + path.string() + " to compute its sha256");
+  std::string digest;
+  try {
+    digest = sha256_fd(fd, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return digest;
+}
+
+void UniqueFd::reset(int fd) noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
 }
 
 // OPHOST_PLUGINS_UNLOAD=1: unmap plugin libraries when they are released (default: keep them mapped).
@@ -250,7 +273,9 @@ bool plugins_unload_requested() {
 
 LoadedPlugin::~LoadedPlugin() {
   release();
-  // library_'s destructor unloads the library after release has returned.
+  // library_'s destructor unloads the library after release has returned (a no-op unless
+  // OPHOST_PLUGINS_UNLOAD=1). The library's descriptor stays open while it stays mapped.
+  if (!plugins_unload_requested()) (void)file_.release();
 }
 
 void LoadedPlugin::release() noexcept {
@@ -263,7 +288,11 @@ void LoadedPlugin::release() noexcept {
 
 std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const fs::path& dir,
                                                  const fs::path& manifest_path, const Manifest* manifest,
-                                                 const std::string& prefix) {
+                                                 const std::string& prefix, UniqueFd file) {
+  // With a descriptor, the file loaded is the one it refers to (the inode that was checked), whatever the path
+  // names by now; /proc/<pid>/fd/N rather than /proc/self: debuggers and symbolizers read that name too.
+  const std::string load_path =
+      file.get() >= 0 ? "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(file.get()) : library.string();
   std::unique_ptr<LoadedPlugin> lp(new LoadedPlugin());
   lp->dir_ = dir;
   lp->manifest_path_ = manifest_path;
@@ -277,10 +306,11 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
   // each other's symbols).
   ++g_dlopen_count;
   try {
-    lp->library_.load(boost::dll::fs::path(library.string()),
+    lp->library_.load(boost::dll::fs::path(load_path),
                       boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
-    throw fail(Code::kFailedPrecondition, "cannot load " + library.string() + ": " + dlerror_text(e.what(), library));
+    throw fail(Code::kFailedPrecondition,
+               "cannot load " + library.string() + ": " + dlerror_text(e.what(), fs::path(load_path)));
   }
 
   // A loaded library stays mapped until the process exits (RTLD_NODELETE on the copy just loaded): a pack may
@@ -290,7 +320,7 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
   // once; only the unmapping is skipped. OPHOST_PLUGINS_UNLOAD=1 unmaps libraries at release instead (for pack
   // authors checking that their pack survives being unloaded).
   if (!plugins_unload_requested()) {
-    ::dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);  // pins the loaded copy; not a new load
+    ::dlopen(load_path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);  // pins the loaded copy; not a new load
   }
 
   // Entry symbol.
@@ -457,6 +487,9 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
                                                 "); regenerate the manifest with `ophost pack manifest`");
     }
   }
+  // The descriptor stays open with the mapping: /proc/<pid>/fd/N is the name the dynamic loader, debuggers and
+  // symbolizers know the library by.
+  lp->file_ = std::move(file);
   return lp;
 }
 
@@ -603,8 +636,8 @@ class Discoverer {
     }
 
     try {
-      check_before_dlopen(m, dir, r, prefix);
-      auto lp = LoadedPlugin::load(r.library, dir, r.manifest, &m, prefix);
+      UniqueFd fd = check_before_dlopen(m, dir, r, prefix);
+      auto lp = LoadedPlugin::load(r.library, dir, r.manifest, &m, prefix, std::move(fd));
       for (const auto* op : lp->ops()) r.ops.push_back(describe_op(*op));
       for (const auto* dev : lp->devices()) {
         for (auto& line : describe_devices(*dev, m.name)) r.devices.push_back(std::move(line));
@@ -676,7 +709,8 @@ class Discoverer {
     reports_.push_back(std::move(r));
   }
 
-  void check_before_dlopen(const Manifest& m, const fs::path& dir, PluginReport& r, const std::string& prefix) {
+  // The checks before dlopen; returns the open descriptor of the library that was checked and hashed.
+  UniqueFd check_before_dlopen(const Manifest& m, const fs::path& dir, PluginReport& r, const std::string& prefix) {
     const std::string host_abi = abi_string(OPH_ABI_MAJOR, OPH_ABI_MINOR);
     if (m.abi.major != OPH_ABI_MAJOR) {
       throw Error(Code::kFailedPrecondition,
@@ -723,13 +757,24 @@ class Discoverer {
                                                ", outside the plugin folder " + canon_dir.string() +
                                                "; a plugin's library must live in its own folder");
     }
-    if (!fs::is_regular_file(canon_lib, ec)) {
+    // From here on one descriptor: its file is checked, hashed and then loaded (through /proc/<pid>/fd/N), so a
+    // library swapped in after the check is never the one that runs.
+    UniqueFd fd(::open(canon_lib.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (fd.get() < 0) {
+      throw Error(Code::kNotFound, prefix + "cannot open library " + lib.string() + ": " + std::strerror(errno));
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
       throw Error(Code::kInvalidArgument, prefix + "library " + lib.string() + " is not a regular file");
     }
-    if (std::string w = world_writable(canon_lib, "library"); !w.empty()) {
-      throw Error(Code::kPermissionDenied, prefix + w);
+    if (st.st_mode & S_IWOTH) {
+      char mode[16];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      throw Error(Code::kPermissionDenied, prefix + "library " + canon_lib.string() + " is world-writable (mode " +
+                                               mode + "); any local user could replace the plugin, so it is not "
+                                               "loaded: chmod o-w " + canon_lib.string());
     }
-    r.verified = verify_library_sha256(canon_lib, m.sha256, prefix);
+    r.verified = verify_library_sha256(fd.get(), canon_lib, m.sha256, prefix);
     std::vector<std::string> missing;
     const auto& have = host_cpu_features();
     for (const auto& f : m.requires_.cpu_features) {
@@ -739,6 +784,7 @@ class Discoverer {
       throw Error(Code::kFailedPrecondition, prefix + "requires CPU features this CPU lacks: " + join(missing, " ") +
                                                  "; use a build of the plugin without them");
     }
+    return fd;
   }
 
   // Packs whose required device types no loaded backend provides.

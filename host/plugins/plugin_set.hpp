@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ophost {
@@ -38,6 +39,27 @@ struct DiscoveryOptions {
   std::vector<std::string> disabled_plugins;
   // Names that must load: a rejection (or absence) throws Error naming the reason.
   std::vector<std::string> required_plugins;
+};
+
+// An owned file descriptor (closed on destruction; -1 = none).
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) reset(o.release());
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+  int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+  void reset(int fd = -1) noexcept;
+
+ private:
+  int fd_ = -1;
 };
 
 // One loaded, validated plugin. Its destructor calls the plugin's release (exactly once) and unloads the
@@ -63,9 +85,11 @@ class LoadedPlugin {
   // Loads `library` (counted by dlopen_count()), runs the handshake and validates the plugin info and its
   // tables. `manifest` may be null (ophost pack manifest): then nothing is compared against a manifest.
   // Throws Error whose message starts with `prefix`.
+  // With `file` (an open descriptor of `library`), the file that descriptor refers to is what gets loaded, and the
+  // descriptor is kept while the library stays mapped.
   static std::unique_ptr<LoadedPlugin> load(const std::filesystem::path& library, const std::filesystem::path& dir,
                                             const std::filesystem::path& manifest_path, const Manifest* manifest,
-                                            const std::string& prefix);
+                                            const std::string& prefix, UniqueFd file = UniqueFd());
 
  private:
   LoadedPlugin() = default;
@@ -77,6 +101,7 @@ class LoadedPlugin {
   std::filesystem::path library_path_;
   std::string dir_string_;  // oph_host_info.plugin_dir; valid until release returns
   oph_host_info host_info_{};
+  UniqueFd file_;  // the descriptor the library was loaded through (declared before library_: closed after it)
   boost::dll::shared_library library_;
   const oph_plugin_info* info_ = nullptr;
   bool released_ = false;
@@ -140,6 +165,8 @@ Manifest manifest_from_library(const std::filesystem::path& library, std::string
 
 // Lowercase hex SHA-256 of a file. Throws Error(kNotFound) when it cannot be read.
 std::string sha256_file(const std::filesystem::path& path);
+// Of the open file `fd`, read from offset 0 with pread (`path` names it in messages).
+std::string sha256_fd(int fd, const std::filesystem::path& path);
 
 // This machine: "linux" and uname's machine ("x86_64", "aarch64", ...).
 std::string host_os();

@@ -132,8 +132,19 @@ fs::path verify_cache_file() {
 }
 
 std::string verify_library_sha256(const fs::path& library, const std::string& expected, const std::string& prefix) {
+  const int fd = ::open(library.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(Code::kNotFound, prefix + "cannot read " + library.string() + " to compute its sha256");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  return verify_library_sha256(fd, library, expected, prefix);
+}
+
+std::string verify_library_sha256(int fd, const fs::path& library, const std::string& expected,
+                                  const std::string& prefix) {
   struct stat before{};
-  if (::stat(library.c_str(), &before) != 0) {
+  if (::fstat(fd, &before) != 0) {
     throw Error(Code::kNotFound, prefix + "cannot read " + library.string() + " to compute its sha256");
   }
   const std::string key = file_key(before);
@@ -147,7 +158,7 @@ std::string verify_library_sha256(const fs::path& library, const std::string& ex
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string actual = sha256_file(library);
+  const std::string actual = sha256_fd(fd, library);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (actual != expected) {
     throw Error(Code::kDataLoss, prefix + "sha256 of " + library.string() + " does not match the manifest: expected " +
@@ -159,7 +170,7 @@ std::string verify_library_sha256(const fs::path& library, const std::string& ex
   std::lock_guard lock(c.mu);
   char took[64];
   std::snprintf(took, sizeof took, "%.1f ms", ms);
-  if (::stat(library.c_str(), &after) == 0 && file_key(after) == key && !c.file.empty()) {
+  if (::fstat(fd, &after) == 0 && file_key(after) == key && !c.file.empty()) {
     c.add(key, actual);
     return std::string("sha256 matches, computed (") + took + "); remembered in " + c.file.string();
   }

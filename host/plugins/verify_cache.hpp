@@ -21,6 +21,10 @@ namespace ophost {
 // the file cannot be read.
 std::string verify_library_sha256(const std::filesystem::path& library, const std::string& expected,
                                   const std::string& prefix);
+// The same for an open file: the identity is fstat's and the bytes hashed are read from `fd` (so what was checked
+// is exactly the file that is then loaded from that descriptor). `library` names it in messages.
+std::string verify_library_sha256(int fd, const std::filesystem::path& library, const std::string& expected,
+                                  const std::string& prefix);
 
 // The cache file in use ("" when the cache is off or unusable).
 std::filesystem::path verify_cache_file();

@@ -3,6 +3,8 @@
  * Uses only the C ABI header. Variant switches:
  *   FAKE_NO_ENTRY            no oph_plugin_entry_v1 symbol
  *   FAKE_ENTRY_ERROR         the entry returns an error status
+ *   FAKE_EVIL_CONSTRUCTOR    a library constructor appends "evil" to $FAKE_EVIL_MARKER when loaded (a swapped-in
+ *                            library: the loader must never run it)
  *   FAKE_ABI_MAJOR=n         plugin_info.abi_major = n
  *   FAKE_MINOR_REQUIRED_BUMP plugin_info.minor_required = OPH_ABI_MINOR + 1
  *   FAKE_NULL_COMPUTE        the op's compute is NULL
@@ -66,6 +68,17 @@ static oph_status* echo_compute(void* state, const oph_compute_context* ctx) {
 #endif
   return NULL;
 }
+
+#ifdef FAKE_EVIL_CONSTRUCTOR
+__attribute__((constructor)) static void fake_evil_constructor(void) {
+  const char* path = getenv("FAKE_EVIL_MARKER");
+  if (!path) return;
+  FILE* f = fopen(path, "a");
+  if (!f) return;
+  fputs("evil\n", f);
+  fclose(f);
+}
+#endif
 
 static const oph_dtype k_float32 = {OPH_DTYPE_FLOAT, 32, 1};
 

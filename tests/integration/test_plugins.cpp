@@ -8,6 +8,8 @@
 #include <ophost/error.hpp>
 #include <ophost/runtime.hpp>
 
+#include <atomic>
+#include <thread>
 #include <fstream>
 #include <regex>
 
@@ -510,6 +512,48 @@ TEST(StartUp, RequestingAnAbsentGpuIsAClearError) {
                          "--plugin-path", kPluginDir.string()});
   EXPECT_CLEAN_FAILURE(r);
   EXPECT_CONTAINS(r.err, "device 'cuda' was requested but its backend is inactive: no device: none of /dev/nvidiactl");
+}
+
+// The library loaded is the file that was checked. While a thread swaps the plugin's library between the good
+// file and a foreign one (rename over it: two inodes), 300 `ophost plugins` processes start: the foreign
+// library's constructor must never run. The host hashes the descriptor it opened and loads that very file
+// through /proc/<pid>/fd/N; reopening the path for dlopen let a swap in between run the foreign constructor.
+TEST(PluginTrust, ALibrarySwappedAfterTheCheckIsNeverLoaded) {
+  TempDir tmp;
+  fs::path dir = install_plugin(tmp.path() / "root", "fakegood", FAKE_PLUGIN_fakegood);
+  const fs::path lib = dir / fs::path(FAKE_PLUGIN_fakegood).filename();
+  const fs::path good = tmp.path() / "good.so", evil = tmp.path() / "evil.so", marker = tmp.path() / "evil.marker";
+  fs::copy_file(FAKE_PLUGIN_fakegood, good);
+  fs::copy_file(FAKE_PLUGIN_fakeevil, evil);
+  std::atomic<bool> stop{false};
+  std::atomic<int> swaps{0};
+  std::thread swapper([&] {
+    const fs::path link = dir / ".swap";
+    for (bool bad = true; !stop; bad = !bad) {
+      std::error_code ec;
+      fs::remove(link, ec);
+      fs::create_hard_link(bad ? evil : good, link, ec);
+      if (!ec) fs::rename(link, lib, ec);
+      if (!ec) ++swaps;
+    }
+  });
+  RunOptions opt;
+  opt.env["FAKE_EVIL_MARKER"] = marker.string();
+  opt.env["OPHOST_VERIFY_CACHE_DIR"] = (tmp.path() / "cache").string();
+  int loaded = 0, rejected = 0, other = 0;
+  for (int i = 0; i < 300; ++i) {
+    ProcResult r = ophost({"plugins", "--plugin-path", (tmp.path() / "root").string()}, opt);
+    if (r.out.find("loaded    fakegood") != std::string::npos) ++loaded;
+    else if (r.out.find("rejected  fakegood") != std::string::npos) ++rejected;
+    else ++other;
+  }
+  stop = true;
+  swapper.join();
+  EXPECT_FALSE(fs::exists(marker)) << "a foreign library's constructor ran (" << loaded << " loaded, " << rejected
+                                   << " rejected, " << other << " other, " << swaps << " swaps)";
+  EXPECT_GT(swaps.load(), 100);
+  EXPECT_GT(loaded, 0);
+  EXPECT_GT(rejected, 0);
 }
 
 }  // namespace

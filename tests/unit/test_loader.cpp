@@ -9,6 +9,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <thread>
 #include <fstream>
 
 namespace ophost {
