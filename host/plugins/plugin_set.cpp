@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -174,6 +175,36 @@ std::string world_writable(const fs::path& p, const char* what) {
 
 std::size_t dlopen_count() noexcept { return g_dlopen_count.load(); }
 
+std::string plugin_root_problem(const fs::path& root) {
+  std::error_code ec;
+  const fs::path canon = fs::canonical(root, ec);
+  if (ec) return "cannot resolve plugin root " + root.string() + ": " + ec.message();
+  const uid_t me = ::geteuid();
+  bool is_root = true;
+  for (fs::path p = canon;; p = p.parent_path()) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) return "cannot stat " + p.string() + ": " + std::strerror(errno);
+    char mode[16];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    const std::string which = is_root ? "plugin root " : "folder above plugin root " + canon.string() + ": ";
+    if (st.st_uid != 0 && st.st_uid != me) {
+      return which + p.string() + " is owned by uid " + std::to_string(st.st_uid) +
+             ", neither root nor this user (uid " + std::to_string(me) + "), who could replace the plugins: chown " +
+             (me == 0 ? "root" : std::to_string(me)) + " " + p.string();
+    }
+    const bool writable = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    const bool sticky = (st.st_mode & S_ISVTX) != 0;
+    if (writable && (is_root || !sticky)) {
+      return which + p.string() + " is writable by " + ((st.st_mode & S_IWOTH) ? "others" : "its group") +
+             " (mode " + mode + "), who could replace the plugins: chmod go-w " + p.string() +
+             " (or --insecure-plugin-path)";
+    }
+    is_root = false;
+    if (p == p.parent_path()) break;
+  }
+  return {};
+}
+
 // ------------------------------------------------------------------------------------------------------------
 // Machine facts
 // ------------------------------------------------------------------------------------------------------------
@@ -254,6 +285,47 @@ std::string sha256_file(const fs::path& path) {
   return digest;
 }
 
+namespace {
+// Descriptors of the library files loaded through /proc/<pid>/fd/N, one per file (device, inode), kept open for
+// the process's life: that name is how the dynamic loader knows the library (debuggers and symbolizers read it
+// too), and glibc matches later dlopen calls by name first, so the number must never be reused for another
+// file while the library may be mapped (never, by default: libraries are not unmapped; C++ libraries with
+// unique symbols are not unmapped by dlclose either). A second load of the same file reuses its name and
+// descriptor: the set stays as small as the number of distinct library files.
+struct LoadedFiles {
+  std::mutex mu;
+  std::map<std::pair<dev_t, ino_t>, int> fds;
+};
+LoadedFiles& loaded_files() {
+  static auto* f = new LoadedFiles();  // never destroyed: libraries outlive static destructors
+  return *f;
+}
+std::string proc_fd_name(int fd) { return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd); }
+
+// The name to dlopen for the open file `fd`: that of an earlier descriptor of the same file, else its own.
+std::string loaded_file_name(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    LoadedFiles& lf = loaded_files();
+    std::lock_guard lock(lf.mu);
+    if (auto it = lf.fds.find({st.st_dev, st.st_ino}); it != lf.fds.end()) return proc_fd_name(it->second);
+  }
+  return proc_fd_name(fd);
+}
+
+// After a successful dlopen: keeps `file` open for good unless the same file is kept already.
+void keep_loaded_file(UniqueFd file) {
+  struct stat st {};
+  if (::fstat(file.get(), &st) != 0) {
+    (void)file.release();  // cannot tell which file: keep it open rather than risk a reused name
+    return;
+  }
+  LoadedFiles& lf = loaded_files();
+  std::lock_guard lock(lf.mu);
+  if (lf.fds.emplace(std::make_pair(st.st_dev, st.st_ino), file.get()).second) (void)file.release();
+}
+}  // namespace
+
 void UniqueFd::reset(int fd) noexcept {
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;
@@ -274,8 +346,7 @@ bool plugins_unload_requested() {
 LoadedPlugin::~LoadedPlugin() {
   release();
   // library_'s destructor unloads the library after release has returned (a no-op unless
-  // OPHOST_PLUGINS_UNLOAD=1). The library's descriptor stays open while it stays mapped.
-  if (!plugins_unload_requested()) (void)file_.release();
+  // OPHOST_PLUGINS_UNLOAD=1).
 }
 
 void LoadedPlugin::release() noexcept {
@@ -291,8 +362,7 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
                                                  const std::string& prefix, UniqueFd file) {
   // With a descriptor, the file loaded is the one it refers to (the inode that was checked), whatever the path
   // names by now; /proc/<pid>/fd/N rather than /proc/self: debuggers and symbolizers read that name too.
-  const std::string load_path =
-      file.get() >= 0 ? "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(file.get()) : library.string();
+  const std::string load_path = file.get() >= 0 ? loaded_file_name(file.get()) : library.string();
   std::unique_ptr<LoadedPlugin> lp(new LoadedPlugin());
   lp->dir_ = dir;
   lp->manifest_path_ = manifest_path;
@@ -322,6 +392,8 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
   if (!plugins_unload_requested()) {
     ::dlopen(load_path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);  // pins the loaded copy; not a new load
   }
+
+  if (file.get() >= 0) keep_loaded_file(std::move(file));
 
   // Entry symbol.
   if (!lp->library_.has(OPH_PLUGIN_ENTRY_SYMBOL)) {
@@ -487,9 +559,6 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
                                                 "); regenerate the manifest with `ophost pack manifest`");
     }
   }
-  // The descriptor stays open with the mapping: /proc/<pid>/fd/N is the name the dynamic loader, debuggers and
-  // symbolizers know the library by.
-  lp->file_ = std::move(file);
   return lp;
 }
 
@@ -847,6 +916,11 @@ class Discoverer {
         spdlog::debug("plugin root {} does not exist or is not a folder; skipped", root.string());
         continue;
       }
+      std::string distrust = plugin_root_problem(root);
+      if (!distrust.empty() && o_.insecure_plugin_paths) {
+        spdlog::warn("{}; loading its plugins anyway (--insecure-plugin-path)", distrust);
+        distrust.clear();
+      }
       std::vector<fs::path> dirs;
       for (fs::directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
            it.increment(ec)) {
@@ -857,7 +931,18 @@ class Discoverer {
       std::sort(dirs.begin(), dirs.end(),
                 [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
       spdlog::debug("plugin root {}: {} plugin folder(s)", root.string(), dirs.size());
-      for (const auto& d : dirs) found.emplace_back(root, d);
+      for (const auto& d : dirs) {
+        if (distrust.empty()) {
+          found.emplace_back(root, d);
+          continue;
+        }
+        // Another user could have put these here: nothing of them is read beyond the folder name.
+        PluginReport r;
+        r.name = d.filename().string();
+        r.manifest = d / kManifestFileName;
+        reject(r, Code::kPermissionDenied, plugin_message_prefix(r.name, r.manifest) + distrust);
+        reports_.push_back(std::move(r));
+      }
     }
     // Device types whose every backend's probe fails, before any plugin is examined (a pack may come before
     // its backend in search order). Manifests that cannot be read here are reported by examine().

@@ -39,7 +39,15 @@ struct DiscoveryOptions {
   std::vector<std::string> disabled_plugins;
   // Names that must load: a rejection (or absence) throws Error naming the reason.
   std::vector<std::string> required_plugins;
+  // Load plugins from roots that fail the ownership/permission walk (plugin_root_problem), with a warning.
+  bool insecure_plugin_paths = false;
 };
+
+// Why plugins under `root` cannot be trusted ("" when they can): the root and every folder above it up to "/"
+// must be owned by root or the effective user; none may be writable by group or others, except that a folder
+// above the root may be a sticky one (like /tmp: others cannot rename or remove what is not theirs in it).
+// The message names the folder, its owner and mode, and the chmod/chown that fixes it.
+std::string plugin_root_problem(const std::filesystem::path& root);
 
 // An owned file descriptor (closed on destruction; -1 = none).
 class UniqueFd {
@@ -85,8 +93,8 @@ class LoadedPlugin {
   // Loads `library` (counted by dlopen_count()), runs the handshake and validates the plugin info and its
   // tables. `manifest` may be null (ophost pack manifest): then nothing is compared against a manifest.
   // Throws Error whose message starts with `prefix`.
-  // With `file` (an open descriptor of `library`), the file that descriptor refers to is what gets loaded, and the
-  // descriptor is kept while the library stays mapped.
+  // With `file` (an open descriptor of `library`), the file that descriptor refers to is what gets loaded (through
+  // /proc/<pid>/fd/N; one descriptor per distinct library file is kept open for the process's life).
   static std::unique_ptr<LoadedPlugin> load(const std::filesystem::path& library, const std::filesystem::path& dir,
                                             const std::filesystem::path& manifest_path, const Manifest* manifest,
                                             const std::string& prefix, UniqueFd file = UniqueFd());
@@ -101,7 +109,6 @@ class LoadedPlugin {
   std::filesystem::path library_path_;
   std::string dir_string_;  // oph_host_info.plugin_dir; valid until release returns
   oph_host_info host_info_{};
-  UniqueFd file_;  // the descriptor the library was loaded through (declared before library_: closed after it)
   boost::dll::shared_library library_;
   const oph_plugin_info* info_ = nullptr;
   bool released_ = false;

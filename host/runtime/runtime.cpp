@@ -58,6 +58,7 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   d.use_default_plugin_dir = options.use_default_plugin_dir;
   d.disabled_plugins = options.disabled_plugins;
   d.required_plugins = options.required_plugins;
+  d.insecure_plugin_paths = options.insecure_plugin_paths;
   impl_->plugins = std::make_shared<PluginSet>(PluginSet::discover(d));
   impl_->reports = impl_->plugins->reports();
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace ophost {
 namespace {
@@ -151,6 +152,54 @@ TEST_F(Policy, OnlyConfiguredRootsAreSearchedNotTheCurrentDirectory) {
   PluginSet set = PluginSet::discover(only({}));
   fs::current_path(old);
   EXPECT_TRUE(set.reports().empty());
+}
+
+// ---- plugin roots and the folders above them (sshd's StrictModes) ----------------------------------------
+
+TEST_F(Policy, RootWritableByOthersOrGroupRejectsItsPlugins) {
+  const fs::path root = tmp_ / "root";
+  install_plugin(root, "fakegood", kGood, "fakegood");
+  for (fs::perms extra : {fs::perms::others_write, fs::perms::group_write}) {
+    fs::permissions(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | extra);
+    std::string why = rejected_without_dlopen(root, "fakegood");
+    EXPECT_THAT(why, HasSubstr("plugin root " + fs::canonical(root).string() + " is writable by"));
+    EXPECT_THAT(why, HasSubstr("chmod go-w " + fs::canonical(root).string()));
+  }
+  // A sticky root is no better: others may still add plugin folders to it.
+  fs::permissions(root, fs::perms::all | fs::perms::sticky_bit);
+  EXPECT_THAT(rejected_without_dlopen(root, "fakegood"), HasSubstr("writable by others"));
+}
+
+TEST_F(Policy, FolderAboveTheRootWritableByOthersRejectsUnlessSticky) {
+  const fs::path root = tmp_ / "shared" / "root";
+  install_plugin(root, "fakegood", kGood, "fakegood");
+  fs::permissions(tmp_ / "shared", fs::perms::all);
+  EXPECT_THAT(rejected_without_dlopen(root, "fakegood"),
+              HasSubstr("folder above plugin root " + fs::canonical(root).string() + ": " +
+                        fs::canonical(tmp_ / "shared").string() + " is writable by others"));
+  // Sticky (like /tmp): others cannot replace the root, which is ours.
+  fs::permissions(tmp_ / "shared", fs::perms::all | fs::perms::sticky_bit);
+  EXPECT_EQ(PluginSet::discover(only({root})).loaded().size(), 1u);
+}
+
+TEST_F(Policy, RootOwnedByAnotherUserRejectsItsPlugins) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the folder to another user";
+  const fs::path root = tmp_ / "root";
+  install_plugin(root, "fakegood", kGood, "fakegood");
+  ASSERT_EQ(::chown(root.c_str(), 65534, 65534), 0);
+  EXPECT_THAT(rejected_without_dlopen(root, "fakegood"), HasSubstr("is owned by uid 65534, neither root nor this user"));
+}
+
+TEST_F(Policy, InsecurePluginPathsLoadsAnywayWithAWarning) {
+  const fs::path root = tmp_ / "root";
+  install_plugin(root, "fakegood", kGood, "fakegood");
+  fs::permissions(root, fs::perms::all);
+  DiscoveryOptions o = only({root});
+  o.insecure_plugin_paths = true;
+  EXPECT_EQ(PluginSet::discover(o).loaded().size(), 1u);
+  EXPECT_THAT(plugin_root_problem(root), HasSubstr("writable by others"));
+  fs::permissions(root, fs::perms::owner_all);
+  EXPECT_EQ(plugin_root_problem(root), "");
 }
 
 }  // namespace

@@ -104,6 +104,9 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "glob of plugin names not to load (repeatable; also $OPHOST_PLUGINS_DISABLE)")
       ("allow-op-override", po::bool_switch(&opts.allow_op_override),
        "let a later pack override an op another pack already serves (logged)")
+      ("insecure-plugin-path", po::bool_switch(&opts.insecure_plugin_paths),
+       "load plugins from roots another user could write (a folder on the way up owned by someone else, or "
+       "writable by group or others); logged as a warning")
       ("threads", po::value(&opts.threads)->default_value(0),
        "intra-op threads offered to kernels as parallel_for (0 = hardware concurrency)")
       ("mem-pool-size", po::value(&opts.mem_pool_size)->default_value(0),
@@ -157,6 +160,7 @@ RuntimeOptions runtime_options(const CommonOptions& opts) {
   for (const std::string& p : opts.plugin_paths) r.plugin_paths.emplace_back(p);
   r.disabled_plugins = opts.disable;
   r.allow_op_override = opts.allow_op_override;
+  r.insecure_plugin_paths = opts.insecure_plugin_paths;
   r.intra_op_threads = opts.threads;
   return r;
 }

@@ -18,6 +18,7 @@ struct CommonOptions {
   std::vector<std::string> disable;
   std::string log_level;
   bool allow_op_override = false;
+  bool insecure_plugin_paths = false;
   int threads = 0;
   size_t mem_limit = 0;
   size_t mem_pool_size = 0;

@@ -33,6 +33,10 @@ struct RuntimeOptions {
   // Two packs serving the same (domain, op, device) over overlapping opsets is an error (load() throws and
   // names both); with this set the later pack wins and a warning is logged.
   bool allow_op_override = false;
+  // Plugin roots and every folder above them must be owned by root or this user and not writable by group or
+  // others (a sticky folder such as /tmp is fine above a root); otherwise the root's plugins are rejected. With
+  // this set they are loaded anyway and a warning is logged.
+  bool insecure_plugin_paths = false;
   // Threads of the process-wide intra-op pool offered to kernels as parallel_for (the caller counts as one);
   // 0 keeps the current pool (default: hardware concurrency).
   int intra_op_threads = 0;
