@@ -413,38 +413,29 @@ class ConvKernel {
       const tag t = candidates[ci];
       const bool last = ci + 1 == candidates.size();
       memory::desc src_md(src_dims, memory::data_type::f32, t), dst_md(dst_dims, memory::data_type::f32, t);
+      // One primitive of kind Fwd (convolution_forward or deconvolution_forward); false when it is reference
+      // code and another layout remains to try.
+      auto try_build = [&]<class Fwd>(std::type_identity<Fwd>, dnnl::algorithm alg) {
+        auto d = bias ? typename Fwd::desc(dnnl::prop_kind::forward_inference, alg, src_md, wei_any, p->bias_md,
+                                           dst_md, strides, dil, pl, pr)
+                      : typename Fwd::desc(dnnl::prop_kind::forward_inference, alg, src_md, wei_any, dst_md,
+                                           strides, dil, pl, pr);
+        typename Fwd::primitive_desc pd(d, attr, eng);
+        if (!last && is_reference_impl(pd.impl_info_str())) return false;
+        p->src_md = pd.src_desc();
+        p->dst_md = pd.dst_desc();
+        p->wei_md = pd.weights_desc();
+        p->scratch_bytes = pd.scratchpad_desc().get_size();
+        p->impl = pd.impl_info_str();
+        p->prim = Fwd(pd);
+        return true;
+      };
       try {
-        if (!a_.transpose) {
-          auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                           dnnl::algorithm::convolution_direct, src_md, wei_any,
-                                                           p->bias_md, dst_md, strides, dil, pl, pr)
-                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                           dnnl::algorithm::convolution_direct, src_md, wei_any,
-                                                           dst_md, strides, dil, pl, pr);
-          dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
-          if (!last && is_reference_impl(pd.impl_info_str())) continue;
-          p->src_md = pd.src_desc();
-          p->dst_md = pd.dst_desc();
-          p->wei_md = pd.weights_desc();
-          p->scratch_bytes = pd.scratchpad_desc().get_size();
-          p->impl = pd.impl_info_str();
-          p->prim = dnnl::convolution_forward(pd);
-        } else {
-          auto d = bias ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                             dnnl::algorithm::deconvolution_direct, src_md, wei_any,
-                                                             p->bias_md, dst_md, strides, dil, pl, pr)
-                        : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                             dnnl::algorithm::deconvolution_direct, src_md, wei_any,
-                                                             dst_md, strides, dil, pl, pr);
-          dnnl::deconvolution_forward::primitive_desc pd(d, attr, eng);
-          if (!last && is_reference_impl(pd.impl_info_str())) continue;
-          p->src_md = pd.src_desc();
-          p->dst_md = pd.dst_desc();
-          p->wei_md = pd.weights_desc();
-          p->scratch_bytes = pd.scratchpad_desc().get_size();
-          p->impl = pd.impl_info_str();
-          p->prim = dnnl::deconvolution_forward(pd);
-        }
+        const bool ok = a_.transpose ? try_build(std::type_identity<dnnl::deconvolution_forward>{},
+                                                 dnnl::algorithm::deconvolution_direct)
+                                     : try_build(std::type_identity<dnnl::convolution_forward>{},
+                                                 dnnl::algorithm::convolution_direct);
+        if (!ok) continue;
         built = true;
         break;
       } catch (const dnnl::error& e) {

@@ -120,12 +120,17 @@ def compare(ref_dir, out_dir, out_names, tol):
     return rows
 
 
-def check_kernels(a):
-    """The no-reference-kernel rule: every node of every runnable zoo model, at every ISA level asked for."""
+def runnable_present(a):
+    """The models expected to run (models.tsv `ok`), narrowed by --only, that are in the zoo folder."""
     models = [m for m in read_models(a.models_tsv) if m["expect"] == "ok"]
     if a.only:
         models = [m for m in models if any(s in m["file"] for s in a.only)]
-    present = [m for m in models if os.path.isfile(os.path.join(a.zoo_dir, m["file"]))]
+    return [m for m in models if os.path.isfile(os.path.join(a.zoo_dir, m["file"]))]
+
+
+def check_kernels(a):
+    """The no-reference-kernel rule: every node of every runnable zoo model, at every ISA level asked for."""
+    present = runnable_present(a)
     if not present:
         print(f"SKIP: zoo models not found in {a.zoo_dir} (run tools/bench/zoo/fetch.sh)")
         return SKIP
@@ -160,10 +165,7 @@ def check_kernels(a):
 
 def check_exits(a):
     """Every runnable zoo model, --repeat runs with default options: each must exit 0."""
-    models = [m for m in read_models(a.models_tsv) if m["expect"] == "ok"]
-    if a.only:
-        models = [m for m in models if any(s in m["file"] for s in a.only)]
-    present = [m for m in models if os.path.isfile(os.path.join(a.zoo_dir, m["file"]))]
+    present = runnable_present(a)
     if not present:
         print(f"SKIP: zoo models not found in {a.zoo_dir} (run tools/bench/zoo/fetch.sh)")
         return SKIP
