@@ -436,7 +436,14 @@ void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<Name
     if (it == input_infos.end()) {
       std::string names;
       for (const ValueInfo& v : input_infos) names += (names.empty() ? "" : ", ") + v.name;
-      throw Error(Code::kInvalidArgument, "unknown input '" + nt.name + "'; the model's inputs are: " + names);
+      if (std::find(initializer_inputs.begin(), initializer_inputs.end(), nt.name) != initializer_inputs.end()) {
+        throw Error(Code::kInvalidArgument,
+                    "input '" + nt.name + "' is an initializer the model also lists as a graph input (an "
+                    "overridable default since IR 4); ophost uses the model's value as a constant and does not "
+                    "take another one yet: leave it out. The model's inputs are: " + (names.empty() ? "(none)" : names));
+      }
+      throw Error(Code::kInvalidArgument, "unknown input '" + nt.name + "'; the model's inputs are: " +
+                                              (names.empty() ? std::string("(none)") : names));
     }
     size_t i = static_cast<size_t>(it - input_infos.begin());
     if (bound[i]) throw Error(Code::kInvalidArgument, "input '" + nt.name + "' given more than once");

@@ -349,6 +349,7 @@ size_t resolve_graph(Session::Impl* s, const OpRegistry& registry, const std::ve
     return it->second;
   };
   for (const auto& [name, tensor] : m.initializers) s->values[add_value(name)].constant = &tensor;
+  s->initializer_inputs = m.initializer_inputs;
   for (size_t i = 0; i < m.inputs.size(); ++i) {
     int v = add_value(m.inputs[i].name);
     s->values[v].graph_input = static_cast<int>(i);

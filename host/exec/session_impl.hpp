@@ -137,6 +137,7 @@ struct Session::Impl {
   std::vector<ValueSlot> values;
   std::vector<PreparedNode> nodes;
   std::vector<ValueInfo> input_infos, output_infos;
+  std::vector<std::string> initializer_inputs;  // Model::initializer_inputs
   std::vector<int> output_values;  // value index of each graph output
   std::vector<int> input_values;   // value index of each graph input
   ShapePlan static_plan;           // from the model's declared shapes

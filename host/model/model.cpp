@@ -382,6 +382,7 @@ Model load_model_from_bytes(std::span<const std::byte> bytes, const fs::path& ba
     }
     defined.insert(info.name);
     if (!is_init) m.inputs.push_back(std::move(info));
+    else m.initializer_inputs.push_back(info.name);
   }
 
   // Nodes.

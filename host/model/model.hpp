@@ -78,6 +78,9 @@ struct Model {
   std::map<std::string, int64_t> opset_imports;  // "" for the standard domain
   std::string producer_name, producer_version;
   std::vector<ModelValueInfo> inputs;  // graph inputs that are not initializers
+  // Graph inputs that also have an initializer (an overridable default since IR 4): ophost uses the initializer
+  // as a constant and does not accept a value for them; kept to say so when a caller feeds one.
+  std::vector<std::string> initializer_inputs;
   std::vector<ModelValueInfo> outputs;
   std::vector<ModelValueInfo> value_infos;
   std::vector<std::pair<std::string, Tensor>> initializers;

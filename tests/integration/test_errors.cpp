@@ -319,6 +319,35 @@ TEST_F(RunInputs, ExtraInput) {
   EXPECT_CONTAINS(msg, "x");  // the inputs the model has
 }
 
+// A graph input that also has an initializer (an overridable default since IR 4): feeding it is refused with a
+// message that says what it is (it said "unknown input 'w'; the model's inputs are: " with an empty list).
+TEST(RunInputsWithInitializer, FeedingAnInitializerInputSaysWhatItIs) {
+  TempDir tmp;
+  ModelBuilder b;
+  b.input("w", {2, 3}).output("y", {2, 3});
+  auto* init = b.m.mutable_graph()->add_initializer();
+  init->set_name("w");
+  init->set_data_type(onnx::TensorProto::FLOAT);
+  init->add_dims(2);
+  init->add_dims(3);
+  for (int i = 0; i < 6; ++i) init->add_float_data(static_cast<float>(i));
+  b.node("Relu", {"w"}, {"y"}, "n");
+  fs::path model = b.save(tmp / "m.onnx");
+  auto session = runtime().load(model);
+  try {
+    session->run({{"w", Tensor(DType::kFloat32, {2, 3})}});
+    ADD_FAILURE() << "run accepted a value for an initializer input";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "input 'w' is an initializer the model also lists as a graph input");
+    EXPECT_CONTAINS(e.what(), "leave it out");
+    EXPECT_CONTAINS(e.what(), "The model's inputs are: (none)");
+  }
+  // Left out, the model's value is used.
+  auto out = session->run({});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].tensor.data_as<float>()[5], 5.0f);
+}
+
 TEST_F(RunInputs, DuplicateInput) {
   std::string msg = run_error({{"x", x_}, {"x", x_}});
   EXPECT_CONTAINS(msg, "'x'");
