@@ -166,6 +166,9 @@ Tensor read_npy(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(Code::kNotFound, path, ".npy file not found");
   if (fs::is_directory(path, ec)) fail(Code::kInvalidArgument, path, "is a folder, not a .npy file");
+  // A FIFO would block and a device has no size: only regular files are .npy files.
+  if (!fs::is_regular_file(path, ec)) fail(Code::kInvalidArgument, path, "is not a regular file (a device, FIFO or "
+                                                                          "socket), not a .npy file");
   const uintmax_t file_size = fs::file_size(path, ec);
   if (ec) fail(Code::kUnavailable, path, "cannot stat .npy file: " + ec.message());
   std::ifstream in(path, std::ios::binary);

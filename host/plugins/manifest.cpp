@@ -288,8 +288,14 @@ Manifest parse_manifest(std::string_view text, const fs::path& path, std::string
 }
 
 Manifest read_manifest(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
   std::string folder = path.parent_path().filename().string();
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    // A FIFO would block discovery; a device or folder is not a manifest.
+    throw Error(Code::kInvalidArgument, plugin_message_prefix(folder, path) +
+                                            "the manifest is not a regular file (a FIFO, device, socket or folder)");
+  }
+  std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error(Code::kNotFound, plugin_message_prefix(folder, path) + "cannot read the manifest: " +
                                      std::error_code(errno, std::generic_category()).message());

@@ -925,7 +925,10 @@ class Discoverer {
       for (fs::directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
            it.increment(ec)) {
         std::error_code e2;
-        if (it->is_directory(e2) && fs::is_regular_file(it->path() / kManifestFileName, e2)) dirs.push_back(it->path());
+        // Any entry named like a manifest marks a plugin folder: one that is not a regular file (a FIFO) is
+        // then rejected with a message instead of being passed over silently.
+        if (it->is_directory(e2) && fs::exists(fs::symlink_status(it->path() / kManifestFileName, e2)))
+          dirs.push_back(it->path());
       }
       if (ec) spdlog::warn("cannot list plugin root {}: {}", root.string(), ec.message());
       std::sort(dirs.begin(), dirs.end(),

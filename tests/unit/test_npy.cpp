@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -430,6 +432,19 @@ TEST(HalfConversion, EdgeCases) {
   EXPECT_EQ(ophost::float_to_bfloat16_bits(std::bit_cast<float>(0x3f808000u)), 0x3f80);  // tie, even
   EXPECT_EQ(ophost::float_to_bfloat16_bits(std::bit_cast<float>(0x3f818000u)), 0x3f82);  // tie, odd
   EXPECT_EQ(ophost::float_to_bfloat16_bits(NAN) & 0x7fc0, 0x7fc0);
+}
+
+// A device or FIFO given as a .npy file: a clear refusal ("/dev/zero": was "Operation not supported"; a FIFO
+// would block).
+TEST(Npy, DevicesAndFifosAreNotNpyFiles) {
+  Code code{};
+  std::string msg = error_of([&] { ophost::read_npy("/dev/zero"); }, &code);
+  EXPECT_EQ(code, Code::kInvalidArgument);
+  EXPECT_CONTAINS(msg, "is not a regular file");
+  NpyTempDir dir;
+  const fs::path fifo = dir.path / "x.npy";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_CONTAINS(error_of([&] { ophost::read_npy(fifo); }), "is not a regular file");
 }
 
 }  // namespace

@@ -202,5 +202,15 @@ TEST_F(Policy, InsecurePluginPathsLoadsAnywayWithAWarning) {
   EXPECT_EQ(plugin_root_problem(root), "");
 }
 
+// A manifest that is a FIFO: listed as rejected with a reason, never read (it would block discovery) and never
+// passed over silently.
+TEST_F(Policy, FifoManifestIsRejectedNotSkippedOrRead) {
+  fs::path dir = tmp_ / "fifo";
+  fs::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir / kManifestFileName).c_str(), 0600), 0);
+  std::string why = rejected_without_dlopen(tmp_.path(), "fifo");
+  EXPECT_THAT(why, HasSubstr("the manifest is not a regular file"));
+}
+
 }  // namespace
 }  // namespace ophost
