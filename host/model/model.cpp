@@ -321,6 +321,14 @@ Model load_model_from_bytes(std::span<const std::byte> bytes, const fs::path& ba
   if (!proto.has_graph()) {
     r.fail(Code::kInvalidArgument, "not an ONNX model (no graph; " + std::to_string(bytes.size()) + " bytes)");
   }
+  // IR 11 is the newest format ONNX has released (ONNX 1.18); a larger number is a model this host cannot know
+  // how to read (or a corrupt one), not one to run with guessed semantics.
+  constexpr int64_t kNewestIrVersion = 11;
+  if (proto.ir_version() > kNewestIrVersion || proto.ir_version() < 1) {
+    r.fail(Code::kUnimplemented, "ir_version " + std::to_string(proto.ir_version()) + " is not one ophost reads (1 to " +
+                                     std::to_string(kNewestIrVersion) + "); export the model again with a released "
+                                     "ONNX version");
+  }
   const onnx::GraphProto& g = proto.graph();
   if (int depth = subgraph_depth(g, limits.max_subgraph_depth); depth > limits.max_subgraph_depth) {
     r.fail(Code::kResourceExhausted, "subgraphs are nested more than " + std::to_string(limits.max_subgraph_depth) +

@@ -406,6 +406,20 @@ TEST(ModelLoadErrors, NoGraph) {
   EXPECT_CONTAINS(load_error(p, dir.path), "not an ONNX model (no graph");
 }
 
+// An ir_version from the future (or a corrupt one) is refused, naming the versions this host reads (ir_version
+// 99 used to load and run with the newest semantics known).
+TEST(ModelLoadErrors, UnknownIrVersion) {
+  TempDir dir;
+  onnx::ModelProto p = simple_model();
+  p.set_ir_version(99);
+  Code code{};
+  const std::string msg = error_of([&] { ophost::load_model(save(p, dir.path / "m.onnx")); }, &code);
+  EXPECT_EQ(code, Code::kUnimplemented);
+  EXPECT_CONTAINS(msg, "ir_version 99 is not one ophost reads (1 to 11)");
+  p.set_ir_version(11);
+  EXPECT_NO_THROW(ophost::load_model(save(p, dir.path / "m.onnx")));
+}
+
 TEST(ModelLoadErrors, EmptyGraph) {
   TempDir dir;
   onnx::ModelProto p = empty_model();
