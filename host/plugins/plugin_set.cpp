@@ -161,14 +161,24 @@ bool path_within(const fs::path& outer, const fs::path& inner) {
 // "" when `p` (followed through symbolic links) is not writable by everyone; else the problem, e.g.
 // "plugin folder /x is world-writable (mode 0777)". World-writable plugin files or folders would let any local
 // user replace code the host runs, so they are refused.
+// "0755": the permission bits of a mode, as chmod takes them.
+std::string mode_string(mode_t mode) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+// The same for a file whose mode is known already (from fstat of an open descriptor).
+std::string world_writable(const fs::path& p, const char* what, mode_t mode) {
+  if ((mode & S_IWOTH) == 0) return {};
+  return std::string(what) + " " + p.string() + " is world-writable (mode " + mode_string(mode) +
+         "); any local user could replace the plugin, so it is not loaded: chmod o-w " + p.string();
+}
+
 std::string world_writable(const fs::path& p, const char* what) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) return {};
-  if ((st.st_mode & S_IWOTH) == 0) return {};
-  char mode[16];
-  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-  return std::string(what) + " " + p.string() + " is world-writable (mode " + mode +
-         "); any local user could replace the plugin, so it is not loaded: chmod o-w " + p.string();
+  return world_writable(p, what, st.st_mode);
 }
 
 }  // namespace
@@ -184,8 +194,6 @@ std::string plugin_root_problem(const fs::path& root) {
   for (fs::path p = canon;; p = p.parent_path()) {
     struct stat st {};
     if (::lstat(p.c_str(), &st) != 0) return "cannot stat " + p.string() + ": " + std::strerror(errno);
-    char mode[16];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     const std::string which = is_root ? "plugin root " : "folder above plugin root " + canon.string() + ": ";
     if (st.st_uid != 0 && st.st_uid != me) {
       return which + p.string() + " is owned by uid " + std::to_string(st.st_uid) +
@@ -196,7 +204,7 @@ std::string plugin_root_problem(const fs::path& root) {
     const bool sticky = (st.st_mode & S_ISVTX) != 0;
     if (writable && (is_root || !sticky)) {
       return which + p.string() + " is writable by " + ((st.st_mode & S_IWOTH) ? "others" : "its group") +
-             " (mode " + mode + "), who could replace the plugins: chmod go-w " + p.string() +
+             " (mode " + mode_string(st.st_mode) + "), who could replace the plugins: chmod go-w " + p.string() +
              " (or --insecure-plugin-path)";
     }
     is_root = false;
@@ -272,17 +280,9 @@ std::string sha256_fd(int fd, const fs::path& path) {
 }
 
 std::string sha256_file(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(Code::kNotFound, "cannot read " + path.string() + " to compute its sha256");
-  std::string digest;
-  try {
-    digest = sha256_fd(fd, path);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
-  return digest;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw Error(Code::kNotFound, "cannot read " + path.string() + " to compute its sha256");
+  return sha256_fd(fd.get(), path);
 }
 
 namespace {
@@ -699,7 +699,7 @@ class Discoverer {
     }
     for (const std::string& dev : m.requires_.devices) {
       if (auto it = inactive_types_.find(dev); it != inactive_types_.end()) {
-        mark_inactive(r, m, "needs device '" + dev + "', which is inactive here (" + it->second + ")");
+        mark_inactive(r, m, needs_inactive_device(dev));
         return;
       }
     }
@@ -728,6 +728,11 @@ class Discoverer {
       reject(r, e.code(), what);
     }
     reports_.push_back(std::move(r));
+  }
+
+  // Why a pack that needs device type `dev` (one of inactive_types_) is not loaded.
+  std::string needs_inactive_device(const std::string& dev) const {
+    return "needs device '" + dev + "', which is inactive here (" + inactive_types_.at(dev) + ")";
   }
 
   // Why a backend's manifest probe says its device is absent ("" when present or when there is no probe).
@@ -836,12 +841,8 @@ class Discoverer {
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
       throw Error(Code::kInvalidArgument, prefix + "library " + lib.string() + " is not a regular file");
     }
-    if (st.st_mode & S_IWOTH) {
-      char mode[16];
-      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-      throw Error(Code::kPermissionDenied, prefix + "library " + canon_lib.string() + " is world-writable (mode " +
-                                               mode + "); any local user could replace the plugin, so it is not "
-                                               "loaded: chmod o-w " + canon_lib.string());
+    if (std::string w = world_writable(canon_lib, "library", st.st_mode); !w.empty()) {
+      throw Error(Code::kPermissionDenied, prefix + w);
     }
     r.verified = verify_library_sha256(fd.get(), canon_lib, m.sha256, prefix);
     std::vector<std::string> missing;
@@ -880,8 +881,8 @@ class Discoverer {
           rep->loaded = false;
           rep->inactive = true;
           rep->ops.clear();
-          rep->reason = plugin_message_prefix(p.name(), p.manifest_path()) + "not loaded: needs device '" +
-                        missing.front() + "', which is inactive here (" + inactive_types_[missing.front()] + ")";
+          rep->reason =
+              plugin_message_prefix(p.name(), p.manifest_path()) + "not loaded: " + needs_inactive_device(missing.front());
           spdlog::info("{}", rep->reason);
         }
         loaded_.erase(loaded_.begin() + static_cast<std::ptrdiff_t>(i));

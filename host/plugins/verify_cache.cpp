@@ -132,13 +132,9 @@ fs::path verify_cache_file() {
 }
 
 std::string verify_library_sha256(const fs::path& library, const std::string& expected, const std::string& prefix) {
-  const int fd = ::open(library.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(Code::kNotFound, prefix + "cannot read " + library.string() + " to compute its sha256");
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  return verify_library_sha256(fd, library, expected, prefix);
+  UniqueFd fd(::open(library.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw Error(Code::kNotFound, prefix + "cannot read " + library.string() + " to compute its sha256");
+  return verify_library_sha256(fd.get(), library, expected, prefix);
 }
 
 std::string verify_library_sha256(int fd, const fs::path& library, const std::string& expected,

@@ -344,12 +344,11 @@ class ConvKernel {
   oph::Implementation implementation() {
     std::lock_guard lock(mu_);
     oph::Implementation out;
-    std::set<std::string> seen;
     for (const auto& [key, p] : cache_) {
-      if (!seen.insert(p->impl).second) continue;
-      out.name += (out.name.empty() ? "oneDNN " : ", ") + p->impl;
+      append_distinct(out.name, p->impl);
       out.reference = out.reference || is_reference_impl(p->impl);
     }
+    if (!out.name.empty()) out.name = "oneDNN " + out.name;
     return out;
   }
 

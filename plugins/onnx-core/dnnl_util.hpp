@@ -28,6 +28,18 @@ inline bool is_reference_impl(std::string_view impl) {
   return impl.rfind("ref", 0) == 0 || impl.find(":ref") != std::string_view::npos;
 }
 
+// Appends `item` to a ", "-separated list unless the list holds it already (kernels report the distinct
+// implementations they built, one per input shape).
+inline void append_distinct(std::string& list, const std::string& item) {
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    const size_t end = std::min(list.find(", ", pos), list.size());
+    if (list.compare(pos, end - pos, item) == 0) return;
+    pos = end + 2;
+  }
+  list += (list.empty() ? "" : ", ") + item;
+}
+
 // Channel block of the blocked activation layouts (nChw16c / nChw8c) that oneDNN's jit kernels take on the ISA
 // it runs at (after ONEDNN_MAX_CPU_ISA): 16 floats from AVX-512 on, else 8 (AVX2, AVX, SSE4.1).
 inline int dnnl_channel_block() {

@@ -370,10 +370,7 @@ struct PoolKernel {
   oph::Implementation implementation() {
     std::lock_guard lock(mu);
     oph::Implementation out;
-    for (const auto& [shape, p] : cache) {
-      std::string name = p ? "oneDNN " + p->impl : "onnx-core loop";
-      if (out.name.find(name) == std::string::npos) out.name += (out.name.empty() ? "" : ", ") + name;
-    }
+    for (const auto& [shape, p] : cache) append_distinct(out.name, p ? "oneDNN " + p->impl : "onnx-core loop");
     return out;
   }
 

@@ -71,14 +71,15 @@ int cmd_inspect(int argc, char** argv) {
     size_t reference = 0, known = 0;
     std::printf("kernels (after one run):\n  %-32s %-24s %-12s %-6s %s\n", "node", "op", "pack", "device",
                 "implementation");
-    for (const KernelInfo& k : session->kernels()) {
+    const std::vector<KernelInfo> infos = session->kernels();
+    for (const KernelInfo& k : infos) {
       known += !k.implementation.empty();
       reference += k.reference;
       std::printf("  %-32s %-24s %-12s %-6s %s%s\n", k.node.c_str(), k.op.c_str(), k.pack.c_str(), k.device.c_str(),
                   k.implementation.empty() ? "-" : k.implementation.c_str(), k.reference ? "  REFERENCE" : "");
     }
     std::printf("kernels: %zu nodes, %zu report their implementation, %zu run reference code\n",
-                session->kernels().size(), known, reference);
+                infos.size(), known, reference);
     if (fail_on_reference && reference > 0) {
       std::fprintf(stderr, "error: %s: %zu node(s) run reference code (listed above with REFERENCE)\n",
                    model.c_str(), reference);
