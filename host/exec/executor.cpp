@@ -427,8 +427,17 @@ void Session::Impl::run_checked(ExecPlan& plan, BoundRun& r) {
 
 void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) {
   ScratchPoolScope scratch(pool.get());  // kernels' scratch_alloc serves from this session's pool
-  // Bind inputs by name: each graph input exactly once, nothing extra.
-  thread_local std::vector<const Tensor*> bound;
+  // Bind inputs by name: each graph input exactly once, nothing extra. The outermost run on a thread reuses one
+  // vector; a run nested in it (an If/Loop/Scan body) has its own.
+  thread_local std::vector<const Tensor*> outer_bound;
+  thread_local int depth = 0;
+  std::vector<const Tensor*> nested_bound;
+  std::vector<const Tensor*>& bound = depth == 0 ? outer_bound : nested_bound;
+  struct Depth {
+    int& d;
+    explicit Depth(int& x) : d(x) { ++d; }
+    ~Depth() { --d; }
+  } nesting(depth);
   bound.assign(input_values.size(), nullptr);
   for (const NamedTensor& nt : inputs) {
     auto it = std::find_if(input_infos.begin(), input_infos.end(),

@@ -2,6 +2,7 @@
 #include "exec/parallel.hpp"
 #include "exec/placement.hpp"
 #include "exec/session_impl.hpp"
+#include "exec/control_flow.hpp"
 #include "passes/passes.hpp"
 #include "registry/registry.hpp"
 
@@ -235,6 +236,24 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
   std::vector<oph_value_info> in_infos, out_infos;
   std::vector<oph_tensor> const_views;
   for (const PreparedNode& pn : nodes) {
+    if (pn.control) {  // If/Loop/Scan: shapes through the bodies
+      std::vector<const ValueMeta*> ins;
+      for (int v : pn.inputs) {
+        if (v >= 0 && meta[v].dtype == DType::kUndefined) {
+          throw Error(Code::kInvalidArgument, pn.label + ": the element type of input '" + values[v].name +
+                                                  "' is unknown; declare it in the model's graph inputs");
+        }
+        ins.push_back(v < 0 ? nullptr : &meta[v]);
+      }
+      std::vector<ValueMeta> outs = pn.control->infer(ins);
+      for (size_t o = 0; o < pn.outputs.size(); ++o) {
+        int v = pn.outputs[o];
+        if (v < 0) continue;
+        meta[v] = std::move(outs[o]);
+        check_tensor_size(meta[v].dtype, meta[v].shape, model.limits, pn.label + ": output '" + values[v].name + "'");
+      }
+      continue;
+    }
     const oph_op_def* op = pn.op;
     in_infos.assign(pn.inputs.size(), oph_value_info{});
     const_views.assign(pn.inputs.size(), oph_tensor{});
@@ -337,7 +356,7 @@ thread_local bool g_quiet_build = false;
 // Values (initializers, graph inputs, node outputs) and resolved nodes of s->model. Returns the number of
 // Constant nodes turned into values.
 size_t resolve_graph(Session::Impl* s, const OpRegistry& registry, const std::vector<std::string>& devices,
-                     const UnloadedHint& unloaded_hint) {
+                     const SessionOptions& options, const UnloadedHint& unloaded_hint) {
   const Model& m = s->model;
   const std::string file = m.path.string();
 
@@ -382,10 +401,21 @@ size_t resolve_graph(Session::Impl* s, const OpRegistry& registry, const std::ve
                       "\", version: N} to the model (the exporter's custom_opsets option does this)");
     }
     int64_t opset = opset_it->second;
-    const OpEntry* entry = nullptr;
+    if (is_control_flow(n)) {  // run by the host: its bodies are sessions of their own
+      pn.label = file + ": node '" + n.name + "' (" + op_id(n) + ", opset " + std::to_string(opset) +
+                 ") run by the host";
+      ControlFlowKernel::Env env{s->plugins, &registry, options, m.path, m.limits};
+      auto kernel = std::make_unique<ControlFlowKernel>(n, opset, std::move(env), pn.label);
+      pn.op = kernel->op_def();
+      pn.entry = &control_flow_entry(n.op_type);
+      pn.device = "cpu";
+      pn.state = pn.control = kernel.get();
+      s->control_kernels.push_back(std::move(kernel));
+    }
+    const OpEntry* entry = pn.control ? pn.entry : nullptr;
     for (const std::string& dev : devices) {
-      entry = registry.resolve(n.domain, n.op_type, opset, dev);
       if (entry) break;
+      entry = registry.resolve(n.domain, n.op_type, opset, dev);
     }
     if (!entry) {
       std::string hint = registry.hint(n.domain, n.op_type, opset, devices.front());
@@ -398,16 +428,18 @@ size_t resolve_graph(Session::Impl* s, const OpRegistry& registry, const std::ve
                                        (hint.empty() ? "; check `ophost plugins -v` for the ops that are loaded"
                                                      : "; " + hint));
     }
-    pn.op = entry->op;
-    pn.entry = entry;
-    pn.device = entry->device;
-    std::string where = entry->source.plugin ? entry->source.plugin->library_path().string()
-                                             : entry->source.manifest_path.string();
-    pn.label = file + ": node '" + n.name + "' (" + op_id(n) + ", opset " + std::to_string(opset) + ") from pack '" +
-               entry->source.plugin_name + "' (" + where + ")";
-    check_arity(pn, false);
-    check_arity(pn, true);
-    resolve_attrs(pn);
+    if (!pn.control) {
+      pn.op = entry->op;
+      pn.entry = entry;
+      pn.device = entry->device;
+      std::string where = entry->source.plugin ? entry->source.plugin->library_path().string()
+                                               : entry->source.manifest_path.string();
+      pn.label = file + ": node '" + n.name + "' (" + op_id(n) + ", opset " + std::to_string(opset) +
+                 ") from pack '" + entry->source.plugin_name + "' (" + where + ")";
+      check_arity(pn, false);
+      check_arity(pn, true);
+      resolve_attrs(pn);
+    }
     for (const std::string& in : n.inputs) {
       if (in.empty()) {
         pn.inputs.push_back(-1);
@@ -491,16 +523,7 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
       o.opt_level = 0;
       o.disabled_passes.clear();
       o.profile = false;
-      bool was_quiet = g_quiet_build;
-      g_quiet_build = true;
-      std::unique_ptr<Session::Impl> s;
-      try {
-        s = build_session(plugins, registry, std::move(one), o);
-      } catch (...) {
-        g_quiet_build = was_quiet;
-        throw;
-      }
-      g_quiet_build = was_quiet;
+      std::unique_ptr<Session::Impl> s = build_nested_session(plugins, registry, std::move(one), o);
       std::vector<NamedTensor> outs;
       s->run({}, outs);
       std::vector<Tensor> result;
@@ -512,12 +535,13 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
       return std::nullopt;
     }
   };
-  h.infer_shapes = [&registry, devices](const Model& model) {
+  h.infer_shapes = [plugins, &registry, devices, options](const Model& model) {
     std::map<std::string, InferredValue> shapes;
     try {
       auto s = std::make_unique<Session::Impl>();
+      s->plugins = plugins;
       s->model = model;  // tensors are shared, not copied
-      resolve_graph(s.get(), registry, devices, {});
+      resolve_graph(s.get(), registry, devices, options, {});
       std::vector<ValueMeta> meta = s->infer_all(declared_inputs(s->model));
       for (size_t v = 0; v < s->values.size(); ++v)
         if (meta[v].rank_known) shapes[s->values[v].name] = {meta[v].shape, meta[v].dtype};
@@ -569,7 +593,7 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
   s->model = std::move(model);
   const Model& m = s->model;
   const std::string file = m.path.string();
-  const size_t folded_constants = resolve_graph(s.get(), registry, devices, unloaded_hint);
+  const size_t folded_constants = resolve_graph(s.get(), registry, devices, options, unloaded_hint);
   for (PreparedNode& pn : s->nodes) pn.dl_type = targets.at(pn.device).dl_type;
   s->release_device_memory = [impl = s.get(), targets] { free_device_constants(*impl, targets); };
   insert_copies(*s, targets);
@@ -682,11 +706,24 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     a.device = {pn.dl_type, 0};
     throw_if_error(guarded_create_kernel(pn, &a, &pn.state), pn.label + ": create_kernel failed");
   }
+  // Bodies were built by the static shape inference above; the registry is not theirs to keep.
+  for (const auto& k : s->control_kernels) k->seal();
   warn_reference_kernels(*s, file);
   spdlog::log(g_quiet_build ? spdlog::level::debug : spdlog::level::info, "session: {} nodes resolved, {} Constant nodes turned into values, {} values, {} inputs, {} outputs ({})",
                s->nodes.size(), folded_constants, s->values.size(), s->input_values.size(), s->output_values.size(),
                file);
   return s;
+}
+
+std::unique_ptr<Session::Impl> build_nested_session(std::shared_ptr<const PluginSet> plugins,
+                                                    const OpRegistry& registry, Model model,
+                                                    const SessionOptions& options) {
+  struct Quiet {
+    bool was = g_quiet_build;
+    Quiet() { g_quiet_build = true; }
+    ~Quiet() { g_quiet_build = was; }
+  } quiet;
+  return build_session(std::move(plugins), registry, std::move(model), options);
 }
 
 Session::Impl::~Impl() {

@@ -25,6 +25,7 @@ namespace ophost {
 
 class OpRegistry;
 struct OpEntry;
+class ControlFlowKernel;
 
 // What is known about one value before running: its dtype and (possibly partial) shape.
 struct ValueMeta {
@@ -70,6 +71,7 @@ struct PreparedNode {
   std::string device = "cpu";              // where the kernel runs (placement)
   int32_t dl_type = OPH_DL_CPU;
   bool is_copy = false;                    // a Copy node inserted at a device boundary
+  ControlFlowKernel* control = nullptr;    // If/Loop/Scan run by the host (also `state`); owned by the session
 };
 
 struct ExecPlan;
@@ -136,6 +138,7 @@ struct Session::Impl {
   std::function<void()> release_device_memory;
   std::vector<ValueSlot> values;
   std::vector<PreparedNode> nodes;
+  std::vector<std::unique_ptr<ControlFlowKernel>> control_kernels;  // PreparedNode::control points here
   std::vector<ValueInfo> input_infos, output_infos;
   std::vector<std::string> initializer_inputs;  // Model::initializer_inputs
   std::vector<int> output_values;  // value index of each graph output
@@ -228,6 +231,11 @@ using UnloadedHint = std::function<std::string(const std::string& domain, const 
 std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> plugins, const OpRegistry& registry,
                                              Model model, const SessionOptions& options,
                                              const UnloadedHint& unloaded_hint = {});
+// A session inside another one's build (a node evaluated by constant folding, an If/Loop/Scan body): built
+// like any session, but its start-up lines log at debug level.
+std::unique_ptr<Session::Impl> build_nested_session(std::shared_ptr<const PluginSet> plugins,
+                                                    const OpRegistry& registry, Model model,
+                                                    const SessionOptions& options);
 
 // Every node's kernel and the implementation it reports (host/exec/kernel_info.cpp); must not run during a run.
 std::vector<KernelInfo> kernel_infos(const Session::Impl& s);

@@ -169,8 +169,12 @@ int32_t infer_attribute_type(const onnx::AttributeProto& a) {
   return OPH_ATTR_UNDEFINED;
 }
 
+// Reads a subgraph attribute's GraphProto (If/Loop/Scan bodies) into a Model of its own.
+using SubgraphReader = std::function<std::shared_ptr<const Model>(const onnx::GraphProto&, const std::string& where)>;
+
 Attribute convert_attribute(const onnx::AttributeProto& a, int index, const std::string& where,
-                            const fs::path& base_dir, const ModelLimits& limits, const Reporter& r) {
+                            const fs::path& base_dir, const ModelLimits& limits, const Reporter& r,
+                            const SubgraphReader& read_subgraph) {
   Attribute out;
   out.name = a.name();
   if (out.name.empty()) {
@@ -199,9 +203,12 @@ Attribute convert_attribute(const onnx::AttributeProto& a, int index, const std:
     case OPH_ATTR_INTS: out.ints.assign(a.ints().begin(), a.ints().end()); break;
     case OPH_ATTR_STRINGS: out.strings.assign(a.strings().begin(), a.strings().end()); break;
     case onnx::AttributeProto::GRAPH:
+      if (!a.has_g()) r.fail(Code::kInvalidArgument, attr + " is of type GRAPH but holds no graph");
+      out.g = read_subgraph(a.g(), attr);
+      break;
     case onnx::AttributeProto::GRAPHS:
-      r.fail(Code::kUnimplemented, attr + " is a subgraph; control-flow ops with subgraphs (If, Loop, Scan) are "
-                                          "not supported yet");
+      r.fail(Code::kUnimplemented, attr + " is a list of graphs (GRAPHS), which no ONNX op uses; it is not "
+                                          "supported");
     case onnx::AttributeProto::SPARSE_TENSOR:
     case onnx::AttributeProto::SPARSE_TENSORS:
       r.fail(Code::kUnimplemented, attr + " is a sparse tensor, which is not supported yet");
@@ -286,6 +293,175 @@ std::vector<Node> topo_sort(std::vector<Node> nodes, const std::unordered_map<st
   return sorted;
 }
 
+// The graph's initializers, inputs, nodes (sorted), outputs and value_infos into m, whose limits and opset
+// imports are already set. A subgraph (an If/Loop/Scan body) may read values it does not define (they are
+// collected in m.outer_refs), may be empty, and may leave its inputs' types open.
+void read_graph(const onnx::GraphProto& g, Model& m, bool subgraph, const fs::path& base_dir, const Reporter& r) {
+  const SubgraphReader read_subgraph = [&](const onnx::GraphProto& sub, const std::string& where) {
+    auto body = std::make_shared<Model>();
+    body->limits = m.limits;
+    body->ir_version = m.ir_version;
+    body->opset_imports = m.opset_imports;
+    body->producer_name = m.producer_name;
+    body->producer_version = m.producer_version;
+    try {
+      read_graph(sub, *body, true, base_dir, r);
+    } catch (const Error& e) {
+      // Say which node's body the problem is in (the message already starts with the file's name).
+      std::string what = e.what();
+      const std::string prefix = r.file + ": ";
+      if (what.compare(0, prefix.size(), prefix) == 0) what.erase(0, prefix.size());
+      r.fail(e.code(), where + " (subgraph '" + sub.name() + "'): " + what);
+    }
+    return std::shared_ptr<const Model>(std::move(body));
+  };
+  // Initializers.
+  if (g.sparse_initializer_size() > 0) {
+    r.fail(Code::kUnimplemented, "sparse initializer '" + g.sparse_initializer(0).values().name() +
+                                     "' is not supported yet; store it as a dense initializer");
+  }
+  std::unordered_set<std::string> defined;  // graph inputs, initializers, node outputs
+  std::unordered_set<std::string> initializer_names;
+  m.initializers.reserve(static_cast<size_t>(g.initializer_size()));
+  for (int k = 0; k < g.initializer_size(); ++k) {
+    const auto& t = g.initializer(k);
+    if (t.name().empty()) {
+      r.fail(Code::kInvalidArgument, "initializer #" + std::to_string(k) + " has no name");
+    }
+    if (!initializer_names.insert(t.name()).second) {
+      r.fail(Code::kInvalidArgument, "initializer '" + t.name() + "' is defined twice");
+    }
+    try {
+      m.initializers.emplace_back(t.name(), tensor_from_proto(t, base_dir, m.limits.max_tensor_bytes));
+    } catch (const Error& e) {
+      r.fail(e.code(), std::string("initializer: ") + e.what());
+    }
+    defined.insert(t.name());
+  }
+
+  // Graph inputs (those with an initializer are overridable defaults, not model inputs).
+  std::unordered_set<std::string> input_names;
+  for (const auto& vi : g.input()) {
+    const bool is_init = initializer_names.count(vi.name()) > 0;
+    // A subgraph's inputs may leave their types to the op (Loop's iteration number and condition, for example).
+    ModelValueInfo info = convert_value_info(vi, "graph input", !is_init && !subgraph, r);
+    if (!input_names.insert(info.name).second) {
+      r.fail(Code::kInvalidArgument, "graph input '" + info.name + "' is declared twice");
+    }
+    defined.insert(info.name);
+    if (!is_init) m.inputs.push_back(std::move(info));
+    else m.initializer_inputs.push_back(info.name);
+  }
+
+  // Nodes.
+  std::vector<Node> nodes;
+  nodes.reserve(static_cast<size_t>(g.node_size()));
+  std::unordered_map<std::string, size_t> producer;  // value -> index into `nodes`
+  for (int k = 0; k < g.node_size(); ++k) {
+    const auto& np = g.node(k);
+    Node node;
+    node.op_type = np.op_type();
+    node.domain = normalise_domain(np.domain());
+    node.name = np.name().empty() ? np.op_type() + "_" + std::to_string(k) : np.name();
+    if (node.op_type.empty()) {
+      r.fail(Code::kInvalidArgument, "node #" + std::to_string(k) + " ('" + node.name + "') has no op_type");
+    }
+    const std::string where = describe_node(node);
+    if (!m.opset_imports.count(node.domain)) {
+      r.fail(Code::kInvalidArgument,
+             where + " uses domain '" + (node.domain.empty() ? std::string("ai.onnx") : node.domain) +
+                 "' but the model has no opset_import for it; add opset_import { domain: \"" + node.domain +
+                 "\", version: N }");
+    }
+    node.inputs.assign(np.input().begin(), np.input().end());
+    node.outputs.assign(np.output().begin(), np.output().end());
+    std::unordered_set<std::string> attr_names;
+    for (int a = 0; a < np.attribute_size(); ++a) {
+      node.attributes.push_back(convert_attribute(np.attribute(a), a, where, base_dir, m.limits, r, read_subgraph));
+      if (!attr_names.insert(node.attributes.back().name).second) {
+        r.fail(Code::kInvalidArgument, where + ": attribute '" + node.attributes.back().name + "' is given twice");
+      }
+    }
+    // What the node's subgraphs read from enclosing scopes becomes the node's implicit inputs.
+    for (const Attribute& a : node.attributes) {
+      if (!a.g) continue;
+      for (const std::string& ref : a.g->outer_refs) {
+        if (std::find(node.inputs.begin() + static_cast<std::ptrdiff_t>(node.formal_inputs()), node.inputs.end(),
+                      ref) != node.inputs.end())
+          continue;
+        node.inputs.push_back(ref);
+        ++node.implicit_inputs;
+      }
+    }
+    for (const auto& out : node.outputs) {
+      if (out.empty()) continue;
+      if (initializer_names.count(out)) {
+        r.fail(Code::kInvalidArgument, where + ": output '" + out + "' has the same name as an initializer; "
+                                                   "every value must be defined once");
+      }
+      if (input_names.count(out)) {
+        r.fail(Code::kInvalidArgument, where + ": output '" + out + "' has the same name as a graph input; "
+                                                   "every value must be defined once");
+      }
+      auto [it, inserted] = producer.emplace(out, nodes.size());
+      if (!inserted) {
+        const std::string other = it->second == nodes.size() ? std::string("the same node")
+                                                             : describe_node(nodes[it->second]);
+        r.fail(Code::kInvalidArgument, where + ": output '" + out + "' is already produced by " + other +
+                                           "; every value must be defined once");
+      }
+    }
+    nodes.push_back(std::move(node));
+  }
+  // Every input must be defined somewhere (order is fixed by the sort below); in a subgraph, a name defined
+  // nowhere inside is a value of an enclosing graph.
+  auto outer_ref = [&](const std::string& name) {
+    if (std::find(m.outer_refs.begin(), m.outer_refs.end(), name) == m.outer_refs.end()) m.outer_refs.push_back(name);
+  };
+  for (const auto& node : nodes) {
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const auto& in = node.inputs[k];
+      if (in.empty() || defined.count(in) || producer.count(in)) continue;
+      if (subgraph) {
+        outer_ref(in);
+        continue;
+      }
+      if (k >= node.formal_inputs()) {
+        r.fail(Code::kInvalidArgument, describe_node(node) + ": its subgraph reads '" + in +
+                                           "', which is not defined: it is not a graph input, an initializer or "
+                                           "the output of any node in this graph or an enclosing one");
+      }
+      r.fail(Code::kInvalidArgument,
+             describe_node(node) + ": input #" + std::to_string(k) + " '" + in +
+                 "' is not defined: it is not a graph input, an initializer or the output of any node");
+    }
+  }
+  m.nodes = topo_sort(std::move(nodes), producer, r);
+
+  // Graph outputs.
+  std::unordered_set<std::string> output_names;
+  for (const auto& vi : g.output()) {
+    ModelValueInfo info = convert_value_info(vi, "graph output", false, r);
+    if (!output_names.insert(info.name).second) {
+      r.fail(Code::kInvalidArgument, "graph output '" + info.name + "' is declared twice");
+    }
+    if (!producer.count(info.name) && !defined.count(info.name)) {
+      if (subgraph) {  // a body may pass an enclosing graph's value straight through
+        outer_ref(info.name);
+        m.outputs.push_back(std::move(info));
+        continue;
+      }
+      r.fail(Code::kInvalidArgument, "graph output '" + info.name +
+                                         "' is not produced by any node (nor is it a graph input or initializer)");
+    }
+    m.outputs.push_back(std::move(info));
+  }
+  for (const auto& vi : g.value_info()) {
+    if (vi.name().empty()) continue;
+    m.value_infos.push_back(convert_value_info(vi, "value_info", false, r));
+  }
+}
+
 }  // namespace
 
 Model load_model_from_bytes(std::span<const std::byte> bytes, const fs::path& base_dir,
@@ -356,121 +532,7 @@ Model load_model_from_bytes(std::span<const std::byte> bytes, const fs::path& ba
     }
   }
 
-  // Initializers.
-  if (g.sparse_initializer_size() > 0) {
-    r.fail(Code::kUnimplemented, "sparse initializer '" + g.sparse_initializer(0).values().name() +
-                                     "' is not supported yet; store it as a dense initializer");
-  }
-  std::unordered_set<std::string> defined;  // graph inputs, initializers, node outputs
-  std::unordered_set<std::string> initializer_names;
-  m.initializers.reserve(static_cast<size_t>(g.initializer_size()));
-  for (int k = 0; k < g.initializer_size(); ++k) {
-    const auto& t = g.initializer(k);
-    if (t.name().empty()) {
-      r.fail(Code::kInvalidArgument, "initializer #" + std::to_string(k) + " has no name");
-    }
-    if (!initializer_names.insert(t.name()).second) {
-      r.fail(Code::kInvalidArgument, "initializer '" + t.name() + "' is defined twice");
-    }
-    try {
-      m.initializers.emplace_back(t.name(), tensor_from_proto(t, base_dir, limits.max_tensor_bytes));
-    } catch (const Error& e) {
-      r.fail(e.code(), std::string("initializer: ") + e.what());
-    }
-    defined.insert(t.name());
-  }
-
-  // Graph inputs (those with an initializer are overridable defaults, not model inputs).
-  std::unordered_set<std::string> input_names;
-  for (const auto& vi : g.input()) {
-    const bool is_init = initializer_names.count(vi.name()) > 0;
-    ModelValueInfo info = convert_value_info(vi, "graph input", !is_init, r);
-    if (!input_names.insert(info.name).second) {
-      r.fail(Code::kInvalidArgument, "graph input '" + info.name + "' is declared twice");
-    }
-    defined.insert(info.name);
-    if (!is_init) m.inputs.push_back(std::move(info));
-    else m.initializer_inputs.push_back(info.name);
-  }
-
-  // Nodes.
-  std::vector<Node> nodes;
-  nodes.reserve(static_cast<size_t>(g.node_size()));
-  std::unordered_map<std::string, size_t> producer;  // value -> index into `nodes`
-  for (int k = 0; k < g.node_size(); ++k) {
-    const auto& np = g.node(k);
-    Node node;
-    node.op_type = np.op_type();
-    node.domain = normalise_domain(np.domain());
-    node.name = np.name().empty() ? np.op_type() + "_" + std::to_string(k) : np.name();
-    if (node.op_type.empty()) {
-      r.fail(Code::kInvalidArgument, "node #" + std::to_string(k) + " ('" + node.name + "') has no op_type");
-    }
-    const std::string where = describe_node(node);
-    if (!m.opset_imports.count(node.domain)) {
-      r.fail(Code::kInvalidArgument,
-             where + " uses domain '" + (node.domain.empty() ? std::string("ai.onnx") : node.domain) +
-                 "' but the model has no opset_import for it; add opset_import { domain: \"" + node.domain +
-                 "\", version: N }");
-    }
-    node.inputs.assign(np.input().begin(), np.input().end());
-    node.outputs.assign(np.output().begin(), np.output().end());
-    std::unordered_set<std::string> attr_names;
-    for (int a = 0; a < np.attribute_size(); ++a) {
-      node.attributes.push_back(convert_attribute(np.attribute(a), a, where, base_dir, limits, r));
-      if (!attr_names.insert(node.attributes.back().name).second) {
-        r.fail(Code::kInvalidArgument, where + ": attribute '" + node.attributes.back().name + "' is given twice");
-      }
-    }
-    for (const auto& out : node.outputs) {
-      if (out.empty()) continue;
-      if (initializer_names.count(out)) {
-        r.fail(Code::kInvalidArgument, where + ": output '" + out + "' has the same name as an initializer; "
-                                                   "every value must be defined once");
-      }
-      if (input_names.count(out)) {
-        r.fail(Code::kInvalidArgument, where + ": output '" + out + "' has the same name as a graph input; "
-                                                   "every value must be defined once");
-      }
-      auto [it, inserted] = producer.emplace(out, nodes.size());
-      if (!inserted) {
-        const std::string other = it->second == nodes.size() ? std::string("the same node")
-                                                             : describe_node(nodes[it->second]);
-        r.fail(Code::kInvalidArgument, where + ": output '" + out + "' is already produced by " + other +
-                                           "; every value must be defined once");
-      }
-    }
-    nodes.push_back(std::move(node));
-  }
-  // Every input must be defined somewhere (order is fixed by the sort below).
-  for (const auto& node : nodes) {
-    for (size_t k = 0; k < node.inputs.size(); ++k) {
-      const auto& in = node.inputs[k];
-      if (in.empty() || defined.count(in) || producer.count(in)) continue;
-      r.fail(Code::kInvalidArgument,
-             describe_node(node) + ": input #" + std::to_string(k) + " '" + in +
-                 "' is not defined: it is not a graph input, an initializer or the output of any node");
-    }
-  }
-  m.nodes = topo_sort(std::move(nodes), producer, r);
-
-  // Graph outputs.
-  std::unordered_set<std::string> output_names;
-  for (const auto& vi : g.output()) {
-    ModelValueInfo info = convert_value_info(vi, "graph output", false, r);
-    if (!output_names.insert(info.name).second) {
-      r.fail(Code::kInvalidArgument, "graph output '" + info.name + "' is declared twice");
-    }
-    if (!producer.count(info.name) && !defined.count(info.name)) {
-      r.fail(Code::kInvalidArgument, "graph output '" + info.name +
-                                         "' is not produced by any node (nor is it a graph input or initializer)");
-    }
-    m.outputs.push_back(std::move(info));
-  }
-  for (const auto& vi : g.value_info()) {
-    if (vi.name().empty()) continue;
-    m.value_infos.push_back(convert_value_info(vi, "value_info", false, r));
-  }
+  read_graph(g, m, false, base_dir, r);
   return m;
 }
 

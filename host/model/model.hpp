@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +19,11 @@
 #include <vector>
 
 namespace ophost {
+
+struct Model;
+
+// ONNX AttributeProto.GRAPH: a subgraph attribute (the C ABI has no such type; only host ops read them).
+inline constexpr int32_t kAttrGraph = 5;
 
 struct Attribute {
   std::string name;
@@ -29,6 +35,8 @@ struct Attribute {
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
   Tensor t;
+  // kAttrGraph: the body of an If/Loop/Scan, read with the rules of a subgraph (see Model::outer_refs).
+  std::shared_ptr<const Model> g;
 };
 
 struct ModelValueInfo {
@@ -46,6 +54,12 @@ struct Node {
   std::vector<std::string> inputs;   // "" = absent optional input
   std::vector<std::string> outputs;  // "" = absent optional output
   std::vector<Attribute> attributes;
+  // Trailing entries of `inputs` that are not ONNX inputs of the node but the values of enclosing scopes its
+  // subgraph attributes read (their outer_refs, in order, without repeats). Making them inputs gives them
+  // producers, consumers and lifetimes like any other input; passes may rename them (bodies bind them by
+  // position, not by name).
+  size_t implicit_inputs = 0;
+  size_t formal_inputs() const noexcept { return inputs.size() - implicit_inputs; }
 };
 
 // Bounds on the work and memory a model may ask for at load (a hostile file must fail fast with a message, not
@@ -57,6 +71,9 @@ struct ModelLimits {
   // Deepest nesting of subgraphs (GraphProto attributes of If/Loop/Scan); the protobuf parser's recursion limit
   // is derived from it, so deeply nested messages are refused while parsing.
   int max_subgraph_depth = 8;
+  // Most iterations one Loop node may run in one run (a Loop with neither a trip count nor a condition, or a
+  // hostile trip count, fails with a message instead of spinning).
+  int64_t max_loop_iterations = int64_t{1} << 20;
 };
 
 // Highest tensor rank the host accepts anywhere (the C ABI's fixed shape arrays hold OPH_MAX_NDIM dims).
@@ -85,6 +102,10 @@ struct Model {
   std::vector<ModelValueInfo> value_infos;
   std::vector<std::pair<std::string, Tensor>> initializers;
   std::vector<Node> nodes;  // topologically sorted (stable: file order kept where it is already valid)
+  // Subgraphs only: names the graph (or a graph nested in it) reads that it does not define, in order of first
+  // use. They are values of an enclosing graph; the node that owns this subgraph lists them as its implicit
+  // inputs.
+  std::vector<std::string> outer_refs;
 };
 
 // Loads and validates an ONNX model file. Throws ophost::Error naming the file (and the node, where there is

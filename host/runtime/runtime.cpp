@@ -101,6 +101,7 @@ ModelLimits limits_of(const SessionOptions& options) {
   ModelLimits l;
   l.max_tensor_bytes = options.max_tensor_bytes;
   l.max_subgraph_depth = options.max_subgraph_depth;
+  l.max_loop_iterations = options.max_loop_iterations;
   return l;
 }
 

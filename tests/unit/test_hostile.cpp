@@ -162,8 +162,10 @@ TEST(BoundedLoad, SubgraphDepthIsCapped) {
   double s = 0;
   EXPECT_HAS(load_error(nested_if(300), {}, &s), "are refused as well");
   EXPECT_LT(s, 1.0);
-  // Shallow nesting reaches the (current) control-flow limitation, not a depth error.
-  EXPECT_HAS(load_error(nested_if(1)), "is a subgraph; control-flow ops with subgraphs");
+  // Nesting within the cap passes the depth checks and reaches the graph's own validation: each If reads a
+  // cond 'c' that no graph defines (the bodies' reads of 'x' resolve to the outer graph's input).
+  EXPECT_HAS(load_error(nested_if(3), l), "input #0 'c' is not defined");
+  EXPECT_HAS(load_error(nested_if(1)), "input #0 'c' is not defined");
 }
 
 }  // namespace

@@ -131,6 +131,8 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "conv-bn-folding, conv-activation-fusion, conv-affine-folding")
       ("max-tensor-bytes", po::value(&opts.max_tensor_bytes)->default_value(opts.max_tensor_bytes),
        "refuse a model whose tensors (initializers, inferred values) would exceed this many bytes")
+      ("max-loop-iterations", po::value(&opts.max_loop_iterations)->default_value(opts.max_loop_iterations),
+       "most iterations one Loop node may run in one run; a loop that would run more fails the run with a message")
       ("max-fold-bytes", po::value(&opts.max_fold_bytes)->default_value(opts.max_fold_bytes),
        "bytes of new constants constant folding may create beyond the model's own initializers; a model that "
        "would need more is refused at load")
@@ -190,6 +192,8 @@ SessionOptions session_options(const CommonOptions& opts) {
   s.disabled_passes = opts.disabled_passes;
   s.max_tensor_bytes = opts.max_tensor_bytes;
   s.max_fold_bytes = opts.max_fold_bytes;
+  if (opts.max_loop_iterations < 0) throw po::error("--max-loop-iterations must be >= 0");
+  s.max_loop_iterations = opts.max_loop_iterations;
   return s;
 }
 

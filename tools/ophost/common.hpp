@@ -29,6 +29,7 @@ struct CommonOptions {
   int opt_level = 3;                         // --opt-level 0..3
   std::vector<std::string> disabled_passes;  // --disable-pass NAME (repeatable)
   uint64_t max_tensor_bytes = SessionOptions{}.max_tensor_bytes;  // --max-tensor-bytes
+  int64_t max_loop_iterations = SessionOptions{}.max_loop_iterations;  // --max-loop-iterations
   uint64_t max_fold_bytes = SessionOptions{}.max_fold_bytes;      // --max-fold-bytes
 };
 

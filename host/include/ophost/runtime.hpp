@@ -114,6 +114,9 @@ struct SessionOptions {
   uint64_t max_fold_bytes = uint64_t{64} << 20;
   // Deepest nesting of subgraphs (If/Loop/Scan bodies) accepted at load.
   int max_subgraph_depth = 8;
+  // Most iterations one Loop node may run in one run: a Loop that would run more (no trip count and a
+  // condition that stays true, or a hostile trip count) fails the run with a message instead of spinning.
+  int64_t max_loop_iterations = int64_t{1} << 20;
   // Checks every floating-point graph input before a run and every graph output after it: a NaN or infinity
   // is an error naming the value and the first offending element.
   bool check_numerics = false;
