@@ -536,7 +536,47 @@ TEST(ModelLoadErrors, DuplicateAttribute) {
   EXPECT_CONTAINS(load_error(p, dir.path), "node 'relu' (Relu): attribute 'alpha' is given twice");
 }
 
-TEST(ModelLoadErrors, SubgraphAttributeUnimplemented) {
+// An If whose branches read values of the enclosing graph ('y', produced by a node after the If in the file,
+// and the initializer 'w'): the reads become the node's implicit inputs, so the sort puts the If after y's
+// producer; a branch passing an outer value straight through lists it as an outer_ref too.
+TEST(ModelLoad, SubgraphOuterValuesBecomeImplicitInputs) {
+  TempDir dir;
+  onnx::ModelProto p = empty_model();
+  auto* g = p.mutable_graph();
+  add_input(g, "x");
+  add_input(g, "cond", {}, onnx::TensorProto::BOOL);
+  *g->add_initializer() = float_tensor("w", {4}, {1, 2, 3, 4});
+  auto* n = add_node(g, "If", {"cond"}, {"r"}, "branch");
+  add_node(g, "Relu", {"x"}, {"y"}, "relu");
+  add_output(g, "r");
+  auto* then_attr = n->add_attribute();
+  then_attr->set_name("then_branch");
+  then_attr->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* then_g = then_attr->mutable_g();
+  then_g->set_name("then");
+  add_node(then_g, "Add", {"y", "w"}, {"t"});
+  add_output(then_g, "t");
+  auto* else_attr = n->add_attribute();
+  else_attr->set_name("else_branch");
+  else_attr->set_type(onnx::AttributeProto::GRAPH);
+  else_attr->mutable_g()->set_name("else");
+  add_output(else_attr->mutable_g(), "y");  // y of the outer graph, passed through
+  const Model m = ophost::load_model(save(p, dir.path / "m.onnx"));
+  ASSERT_EQ(m.nodes.size(), 2u);
+  EXPECT_EQ(m.nodes[0].op_type, "Relu");
+  const ophost::Node& branch = m.nodes[1];
+  EXPECT_EQ(branch.inputs, (std::vector<std::string>{"cond", "y", "w"}));
+  EXPECT_EQ(branch.implicit_inputs, 2u);
+  EXPECT_EQ(branch.formal_inputs(), 1u);
+  ASSERT_TRUE(branch.attributes[0].g);
+  EXPECT_EQ(branch.attributes[0].type, ophost::kAttrGraph);
+  EXPECT_EQ(branch.attributes[0].g->outer_refs, (std::vector<std::string>{"y", "w"}));
+  EXPECT_EQ(branch.attributes[1].g->outer_refs, (std::vector<std::string>{"y"}));
+  EXPECT_TRUE(branch.attributes[1].g->nodes.empty());
+  EXPECT_TRUE(m.outer_refs.empty());
+}
+
+TEST(ModelLoadErrors, SubgraphErrorsNameTheNodeAndBranch) {
   TempDir dir;
   onnx::ModelProto p = simple_model();
   add_input(p.mutable_graph(), "cond", {}, onnx::TensorProto::BOOL);
@@ -545,10 +585,19 @@ TEST(ModelLoadErrors, SubgraphAttributeUnimplemented) {
   a->set_name("then_branch");
   a->set_type(onnx::AttributeProto::GRAPH);
   a->mutable_g()->set_name("then");
+  add_node(a->mutable_g(), "", {"x"}, {"t"}, "nameless");
   Code code{};
-  const std::string msg = load_error(p, dir.path, &code);
+  std::string msg = load_error(p, dir.path, &code);
+  EXPECT_EQ(code, Code::kInvalidArgument);
+  EXPECT_CONTAINS(msg, "node 'branch' (If): attribute 'then_branch' (subgraph 'then'): node #0 ('nameless') has no "
+                       "op_type");
+  // A list of graphs (GRAPHS) is no ONNX op's attribute type.
+  a->set_type(onnx::AttributeProto::GRAPHS);
+  a->clear_g();
+  a->add_graphs()->set_name("g0");
+  msg = load_error(p, dir.path, &code);
   EXPECT_EQ(code, Code::kUnimplemented);
-  EXPECT_CONTAINS(msg, "node 'branch' (If): attribute 'then_branch' is a subgraph");
+  EXPECT_CONTAINS(msg, "node 'branch' (If): attribute 'then_branch' is a list of graphs (GRAPHS)");
 }
 
 TEST(ModelLoadErrors, SparseInitializerUnimplemented) {
