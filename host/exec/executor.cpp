@@ -1,11 +1,16 @@
-// Sequential execution of a prepared session through the C ABI.
-//  - planned path (every shape known): one arena per concurrent run, laid out by the static memory plan, and a
-//    flat array of prepared calls; a steady-state run allocates nothing.
-//  - generic path (shapes only known while running): each value's buffer comes from the session pool's size
-//    classes when it is produced and goes back to the pool's cache as soon as its last consumer has finished,
-//    so a steady state of repeating shapes asks the system for nothing but the graph outputs the caller keeps.
+// Execution of a prepared session through the C ABI: one node loop (execute_nodes below) that every run path
+// goes through, with the per-node hooks of run_hooks.hpp (profiling, lifecycle checks, numerics).
+//  - frames say where a node's tensors are:
+//    planned (every shape known): one arena per concurrent run, laid out by the static memory plan, and a flat
+//    array of prepared calls; a steady-state run allocates nothing.
+//    generic (shapes only known while running): each value's buffer comes from the session pool's size classes
+//    when it is produced and goes back to the pool's cache as soon as its last consumer has finished, so a
+//    steady state of repeating shapes asks the system for nothing but the graph outputs the caller keeps.
+//  - scheduling: in file order on the calling thread, or (parallel mode, planned frames) on the inter-op pool in
+//    dependency order. If/Loop/Scan bodies are sessions of their own and run through the same loop.
 #include "exec/memory_plan.hpp"
 #include "exec/parallel.hpp"
+#include "exec/run_hooks.hpp"
 #include "exec/session_impl.hpp"
 
 #include <ophost/services.hpp>
@@ -16,6 +21,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace ophost {
 
@@ -130,7 +136,155 @@ void check_input(const ModelValueInfo& info, const Tensor& t) {
 namespace {
 // Zero-element values still get a non-NULL pointer (NULL tells a kernel its output is unallocated).
 alignas(64) unsigned char g_empty_buffer[64];
+
+// Planned runs: every node's call was prepared when the run was bound (BoundRun::calls); nothing to do around a
+// node, and nodes may run on several threads at once.
+struct PlannedFrame {
+  static constexpr bool kConcurrent = true;
+  BoundRun& r;
+  oph_compute_context* prepare(size_t ni) noexcept { return &r.calls[ni]; }
+  void finish(size_t) noexcept {}
+  void release(size_t) noexcept {}
+};
+
+// Generic runs: a node's input views are made when it is about to run, its outputs allocated with the shapes
+// inference could give (the others by the kernel through allocate_output), and values released when their last
+// reader finishes. Sequential only.
+struct GenericFrame {
+  static constexpr bool kConcurrent = false;
+  const Session::Impl& s;
+  const std::vector<const Tensor*>& bound;
+  RunState st;
+  std::vector<int> remaining;  // per value: readers still to run
+  std::vector<oph_tensor> in_views;
+  std::vector<const oph_tensor*> in_ptrs;
+  std::vector<oph_tensor*> out_ptrs;
+  oph_compute_context ctx{};
+
+  GenericFrame(const Session::Impl& session, const ExecPlan& plan, const std::vector<const Tensor*>& b)
+      : s(session), bound(b) {
+    st.values.resize(s.values.size());
+    st.meta = &plan.meta;
+    st.slots = &s.values;
+    st.pool = s.pool.get();
+    remaining.resize(s.values.size());
+    for (size_t v = 0; v < s.values.size(); ++v) remaining[v] = static_cast<int>(s.values[v].consumers.size());
+  }
+
+  oph_compute_context* prepare(size_t ni) {
+    const PreparedNode& pn = s.nodes[ni];
+    spdlog::trace("node {} Ready -> Running: {}", ni, pn.label);
+    in_views.assign(pn.inputs.size(), oph_tensor{});
+    in_ptrs.assign(pn.inputs.size(), nullptr);
+    for (size_t i = 0; i < pn.inputs.size(); ++i) {
+      int v = pn.inputs[i];
+      if (v < 0) continue;
+      const ValueSlot& slot = s.values[v];
+      const Tensor* t = slot.constant ? slot.constant : slot.graph_input >= 0 ? bound[slot.graph_input] : &st.values[v];
+      if (t->empty()) {
+        throw Error(Code::kInternal, pn.label + ": input '" + slot.name + "' was released or never produced");
+      }
+      in_views[i] = t->view();
+      in_ptrs[i] = &in_views[i];
+    }
+    st.out_views.assign(pn.outputs.size(), oph_tensor{});
+    out_ptrs.assign(pn.outputs.size(), nullptr);
+    for (size_t o = 0; o < pn.outputs.size(); ++o) {
+      int v = pn.outputs[o];
+      if (v < 0) continue;
+      const ValueMeta& m = (*st.meta)[v];
+      if (m.fully_known()) {
+        st.values[v] = new_value(st, v, m.dtype, m.shape);
+        st.out_views[o] = st.values[v].view();
+      } else {
+        st.out_views[o] = oph_tensor{};
+        st.out_views[o].dtype = to_dl(m.dtype);
+        st.out_views[o].device = {OPH_DL_CPU, 0};
+      }
+      out_ptrs[o] = &st.out_views[o];
+    }
+    st.out_values = &pn.outputs;
+    ctx = oph_compute_context{};
+    ctx.struct_size = sizeof(ctx);
+    ctx.services = host_services();
+    ctx.num_inputs = in_ptrs.size();
+    ctx.inputs = in_ptrs.data();
+    ctx.num_outputs = out_ptrs.size();
+    ctx.outputs = out_ptrs.data();
+    ctx.device = {OPH_DL_CPU, 0};
+    ctx.allocate_output = &allocate_output_cb;
+    ctx.host_data = &st;
+    return &ctx;
+  }
+
+  void finish(size_t ni) const {
+    const PreparedNode& pn = s.nodes[ni];
+    for (size_t o = 0; o < pn.outputs.size(); ++o) {
+      int v = pn.outputs[o];
+      if (v >= 0 && st.values[v].empty()) {
+        throw Error(Code::kInternal, pn.label + ": the kernel did not produce output " + std::to_string(o) + " '" +
+                                         s.values[v].name + "' (call allocate_output for data-dependent shapes)");
+      }
+    }
+    spdlog::trace("node {} Running -> Finished", ni);
+  }
+
+  // Releases every value whose last consumer just finished (and outputs nobody reads).
+  void release(size_t ni) {
+    const PreparedNode& pn = s.nodes[ni];
+    for (int v : pn.inputs) {
+      if (v < 0) continue;
+      if (--remaining[v] == 0 && !s.values[v].graph_output && s.values[v].producer >= 0) {
+        st.values[v] = Tensor();
+        spdlog::trace("value '{}' Released after node {}", s.values[v].name, ni);
+      }
+    }
+    for (int v : pn.outputs) {
+      if (v >= 0 && remaining[v] == 0 && !s.values[v].graph_output) st.values[v] = Tensor();
+    }
+  }
+};
+
+// One node: its call from the frame, the hooks around the compute, the frame's checks and releases after it.
+template <class Frame>
+inline void run_node(const Session::Impl& s, Frame& f, size_t ni, RunHooks* hooks) {
+  const PreparedNode& pn = s.nodes[ni];
+  oph_compute_context* ctx = f.prepare(ni);
+  if (!hooks) {
+    if (oph_status* st = compute_node(pn, ctx)) throw_if_error(st, pn.label);
+    f.finish(ni);
+    f.release(ni);
+    return;
+  }
+  hooks->before(ni);
+  const auto t0 = RunHooks::Clock::now();
+  oph_status* st = compute_node(pn, ctx);
+  const auto t1 = RunHooks::Clock::now();
+  if (st) throw_if_error(st, pn.label);
+  f.finish(ni);
+  hooks->after(ni, *ctx, t0, t1);
+  f.release(ni);
+}
+
+// The node loop every run goes through: the session's hooks (when any is on) around every node, nodes in file
+// order, or on the inter-op pool in dependency order when the session runs in parallel mode and the frame allows
+// it.
+template <class Frame>
+void execute_nodes(Session::Impl& s, const ExecPlan& plan, Frame& f, InterOpPool* inter_op) {
+  const bool parallel = inter_op != nullptr && Frame::kConcurrent;
+  std::optional<RunHooks> hooks;
+  if (RunHooks::wanted(s)) hooks.emplace(s, plan, parallel);
+  RunHooks* h = hooks ? &*hooks : nullptr;
+  if (parallel) {
+    inter_op->run(s, plan, [&](size_t ni) { run_node(s, f, ni, h); });
+    return;
+  }
+  const size_t n = s.nodes.size();
+  for (size_t ni = 0; ni < n; ++ni) run_node(s, f, ni, h);
+}
+
 }  // namespace
+
 
 BoundRun::~BoundRun() {
   if (pool && arena) pool->unreserve(arena, arena_bytes);
@@ -327,31 +481,8 @@ void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& output
       plan.free_runs.push_back(std::move(r));
     }
   } give_back{plan, r};
-  if (inter_op) {
-    inter_op->run(*this, plan, *r);
-  } else if (lifecycle_checks()) {
-    run_checked(plan, *r);
-  } else if (!profiling) {
-    for (size_t ni = 0; ni < nodes.size(); ++ni) {  // the hot loop: one indirect call per node
-      const PreparedNode& pn = nodes[ni];
-      if (oph_status* st = compute_node(pn, &r->calls[ni])) throw_if_error(st, pn.label);
-    }
-  } else {
-    thread_local std::vector<ProfileEvent> events;
-    events.clear();
-    using clock = std::chrono::steady_clock;
-    for (size_t ni = 0; ni < nodes.size(); ++ni) {
-      const PreparedNode& pn = nodes[ni];
-      auto t0 = clock::now();
-      oph_status* st = compute_node(pn, &r->calls[ni]);
-      auto t1 = clock::now();
-      if (st) throw_if_error(st, pn.label);
-      events.push_back({static_cast<int>(ni), std::chrono::duration<double, std::micro>(t0 - profile_start).count(),
-                        std::chrono::duration<double, std::micro>(t1 - t0).count(), &plan});
-    }
-    std::lock_guard lock(profile_mutex);
-    profile_events.insert(profile_events.end(), events.begin(), events.end());
-  }
+  PlannedFrame frame{*r};
+  execute_nodes(*this, plan, frame, inter_op.get());
   for (size_t o = 0; o < output_values.size(); ++o) {
     const ValueSlot& slot = values[output_values[o]];
     if (slot.producer >= 0) continue;
@@ -374,55 +505,6 @@ bool Session::Impl::lifecycle_checks() const noexcept {
 #else
   return spdlog::should_log(spdlog::level::debug);
 #endif
-}
-
-oph_status* Session::Impl::profiled_compute(size_t ni, const oph_compute_context* ctx, const ExecPlan* plan) {
-  const PreparedNode& pn = nodes[ni];
-  if (!profiling) return compute_node(pn, ctx);
-  using clock = std::chrono::steady_clock;
-  auto t0 = clock::now();
-  oph_status* st = compute_node(pn, ctx);
-  auto t1 = clock::now();
-  std::lock_guard lock(profile_mutex);
-  profile_events.push_back({static_cast<int>(ni), std::chrono::duration<double, std::micro>(t0 - profile_start).count(),
-                            std::chrono::duration<double, std::micro>(t1 - t0).count(), plan});
-  return st;
-}
-
-// The sequential loop with the node lifecycle made explicit: Pending -> Ready (all inputs Finished) -> Running
-// -> Finished (consumers notified) -> Released (a value whose last reader finished returns its bytes to the
-// plan). Reading a Released value is an error. Used in debug builds and at debug log level.
-void Session::Impl::run_checked(ExecPlan& plan, BoundRun& r) {
-  enum class V : uint8_t { kPending, kLive, kReleased };
-  std::vector<V> state(values.size(), V::kPending);
-  std::vector<int> readers_left(values.size());
-  for (size_t v = 0; v < values.size(); ++v) {
-    readers_left[v] = static_cast<int>(values[v].consumers.size());
-    if (values[v].producer < 0) state[v] = V::kLive;  // graph inputs and constants
-  }
-  for (size_t ni = 0; ni < nodes.size(); ++ni) {
-    const PreparedNode& pn = nodes[ni];
-    for (int v : pn.inputs) {
-      if (v < 0) continue;
-      if (state[v] == V::kReleased)
-        throw Error(Code::kInternal, pn.label + ": reads '" + values[v].name + "', which was already Released");
-      if (state[v] != V::kLive)
-        throw Error(Code::kInternal, pn.label + ": reads '" + values[v].name + "' before it was produced");
-    }
-    spdlog::debug("node {} '{}': Pending -> Ready -> Running", ni, pn.node->name);
-    if (oph_status* st = profiled_compute(ni, &r.calls[ni], &plan)) throw_if_error(st, pn.label);
-    for (int v : pn.outputs)
-      if (v >= 0) state[v] = V::kLive;
-    spdlog::debug("node {} '{}': Running -> Finished", ni, pn.node->name);
-    for (int v : pn.inputs) {
-      if (v < 0 || values[v].producer < 0) continue;
-      if (--readers_left[v] == 0 && !values[v].graph_output) {
-        state[v] = V::kReleased;
-        spdlog::debug("value '{}': Released after node {} ({} bytes back to the plan)", values[v].name, ni,
-                      static_cast<size_t>(shape_numel(plan.meta[v].shape)) * dtype_size(plan.meta[v].dtype));
-      }
-    }
-  }
 }
 
 void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) {
@@ -515,101 +597,23 @@ void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<Name
 
 void Session::Impl::run_generic(const ExecPlan& plan, const std::vector<const Tensor*>& bound,
                                 std::vector<NamedTensor>& outputs) {
-  const std::vector<ValueMeta>& meta_values = plan.meta;
   if (copy_count || !device_pools.empty()) {
     throw Error(Code::kUnimplemented, model.path.string() + ": some shapes are only known while running, and device "
                                       "placement needs a static memory plan; give the inputs fixed shapes or run on "
                                       "cpu only");
   }
-  const std::vector<ValueMeta>* meta = &meta_values;
+  GenericFrame frame(*this, plan, bound);
+  execute_nodes(*this, plan, frame, inter_op.get());
   int64_t allocs = 0;
-  RunState st;
-  st.values.resize(values.size());
-  st.meta = meta;
-  st.slots = &values;
-  st.pool = pool.get();
-  std::vector<int> remaining(values.size(), 0);
-  for (size_t v = 0; v < values.size(); ++v) remaining[v] = static_cast<int>(values[v].consumers.size());
-
-  std::vector<oph_tensor> in_views;
-  std::vector<const oph_tensor*> in_ptrs;
-  std::vector<oph_tensor*> out_ptrs;
-  for (size_t ni = 0; ni < nodes.size(); ++ni) {
-    const PreparedNode& pn = nodes[ni];
-    spdlog::trace("node {} Ready -> Running: {}", ni, pn.label);
-    in_views.assign(pn.inputs.size(), oph_tensor{});
-    in_ptrs.assign(pn.inputs.size(), nullptr);
-    for (size_t i = 0; i < pn.inputs.size(); ++i) {
-      int v = pn.inputs[i];
-      if (v < 0) continue;
-      const ValueSlot& slot = values[v];
-      const Tensor* t = slot.constant                ? slot.constant
-                        : slot.graph_input >= 0      ? bound[slot.graph_input]
-                                                     : &st.values[v];
-      if (t->empty()) {
-        throw Error(Code::kInternal, pn.label + ": input '" + slot.name + "' was released or never produced");
-      }
-      in_views[i] = t->view();
-      in_ptrs[i] = &in_views[i];
-    }
-    st.out_views.assign(pn.outputs.size(), oph_tensor{});
-    out_ptrs.assign(pn.outputs.size(), nullptr);
-    for (size_t o = 0; o < pn.outputs.size(); ++o) {
-      int v = pn.outputs[o];
-      if (v < 0) continue;
-      const ValueMeta& m = (*meta)[v];
-      if (m.fully_known()) {
-        st.values[v] = new_value(st, v, m.dtype, m.shape);
-        st.out_views[o] = st.values[v].view();
-      } else {
-        st.out_views[o] = oph_tensor{};
-        st.out_views[o].dtype = to_dl(m.dtype);
-        st.out_views[o].device = {OPH_DL_CPU, 0};
-      }
-      out_ptrs[o] = &st.out_views[o];
-    }
-    st.out_values = &pn.outputs;
-    oph_compute_context ctx{};
-    ctx.struct_size = sizeof(ctx);
-    ctx.services = host_services();
-    ctx.num_inputs = in_ptrs.size();
-    ctx.inputs = in_ptrs.data();
-    ctx.num_outputs = out_ptrs.size();
-    ctx.outputs = out_ptrs.data();
-    ctx.device = {OPH_DL_CPU, 0};
-    ctx.allocate_output = &allocate_output_cb;
-    ctx.host_data = &st;
-    throw_if_error(profiled_compute(ni, &ctx, &plan), pn.label);
-    for (size_t o = 0; o < pn.outputs.size(); ++o) {
-      int v = pn.outputs[o];
-      if (v >= 0 && st.values[v].empty()) {
-        throw Error(Code::kInternal, pn.label + ": the kernel did not produce output " + std::to_string(o) + " '" +
-                                         values[v].name + "' (call allocate_output for data-dependent shapes)");
-      }
-    }
-    spdlog::trace("node {} Running -> Finished", ni);
-    // Release every value whose last consumer just finished.
-    for (int v : pn.inputs) {
-      if (v < 0) continue;
-      if (--remaining[v] == 0 && !values[v].graph_output && values[v].producer >= 0) {
-        st.values[v] = Tensor();
-        spdlog::trace("value '{}' Released after node {}", values[v].name, ni);
-      }
-    }
-    for (int v : pn.outputs) {
-      if (v >= 0 && remaining[v] == 0 && !values[v].graph_output) st.values[v] = Tensor();
-    }
-  }
-
   for (size_t o = 0; o < output_values.size(); ++o) {
     int v = output_values[o];
     const ValueSlot& slot = values[v];
     if (slot.constant || slot.graph_input >= 0) ++allocs;
     outputs[o].tensor = slot.constant ? slot.constant->clone()
                         : slot.graph_input >= 0 ? bound[slot.graph_input]->clone()
-                                                : st.values[v];
+                                                : frame.st.values[v];
   }
-  last_run_allocs.store(allocs + st.system_allocs, std::memory_order_relaxed);
+  last_run_allocs.store(allocs + frame.st.system_allocs, std::memory_order_relaxed);
 }
 
 }  // namespace ophost

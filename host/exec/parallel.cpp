@@ -75,8 +75,8 @@ void compute_dependencies(const Session::Impl& s, ExecPlan& plan) {
 
 struct InterOpPool::Run {
   Session::Impl* session;
-  ExecPlan* plan;
-  BoundRun* bound;
+  const ExecPlan* plan;
+  const std::function<void(size_t)>* run_node;
   std::unique_ptr<std::atomic<int>[]> pending;
   std::atomic<int> remaining{0};
   std::atomic<bool> failed{false};
@@ -128,12 +128,10 @@ void InterOpPool::execute(Task t) {
   Run& run = *t.run;
   int node = t.node;
   while (node >= 0) {
-    const PreparedNode& pn = run.session->nodes[node];
     ScratchPoolScope scratch(run.session->pool.get());
     if (!run.failed.load(std::memory_order_acquire)) {
       try {
-        if (oph_status* st = run.session->profiled_compute(static_cast<size_t>(node), &run.bound->calls[node], run.plan))
-          throw_if_error(st, pn.label);
+        (*run.run_node)(static_cast<size_t>(node));
       } catch (...) {
         std::lock_guard lock(run.error_mutex);
         if (!run.error) run.error = std::current_exception();
@@ -158,13 +156,13 @@ void InterOpPool::execute(Task t) {
   }
 }
 
-void InterOpPool::run(Session::Impl& session, ExecPlan& plan, BoundRun& r) {
+void InterOpPool::run(Session::Impl& session, const ExecPlan& plan, const std::function<void(size_t)>& run_node) {
   const size_t n = session.nodes.size();
   if (n == 0) return;
   Run run;
   run.session = &session;
   run.plan = &plan;
-  run.bound = &r;
+  run.run_node = &run_node;
   run.pending = std::make_unique<std::atomic<int>[]>(n);
   for (size_t i = 0; i < n; ++i) run.pending[i].store(plan.predecessors[i], std::memory_order_relaxed);
   run.remaining.store(static_cast<int>(n), std::memory_order_relaxed);

@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -23,9 +24,10 @@ class InterOpPool {
   InterOpPool(const InterOpPool&) = delete;
   InterOpPool& operator=(const InterOpPool&) = delete;
 
-  // Runs every node of `plan` with the prepared calls of `r`; returns when all have finished. Rethrows the first
-  // kernel error (nodes not yet started are skipped after an error).
-  void run(Session::Impl& session, ExecPlan& plan, BoundRun& r);
+  // Calls run_node(ni) for every node of `plan` in dependency order (the executor's node loop: the node with its
+  // hooks); returns when all have finished. Rethrows the first error (nodes not yet started are skipped after
+  // an error).
+  void run(Session::Impl& session, const ExecPlan& plan, const std::function<void(size_t)>& run_node);
 
  private:
   struct Task {

@@ -180,12 +180,9 @@ struct Session::Impl {
   void run_planned(ExecPlan& plan, std::vector<NamedTensor>& outputs, const std::vector<const Tensor*>& bound);
   // Reserves the arena of the declared shapes' static plan now (session start) instead of at the first run.
   void reserve_static_arena();
+  // Node lifecycle checks (run_hooks.hpp): always in debug builds, else at debug log level.
   bool lifecycle_checks() const noexcept;
-  void run_checked(ExecPlan& plan, BoundRun& r);
   void run_generic(const ExecPlan& plan, const std::vector<const Tensor*>& bound, std::vector<NamedTensor>& outputs);
-  // compute_node for node ni, timed into profile_events when profiling (`plan` gives that run's shapes). Used by
-  // every execution path except the sequential planned loop, which keeps its own batched, lock-free variant.
-  oph_status* profiled_compute(size_t ni, const oph_compute_context* ctx, const ExecPlan* plan);
 };
 
 // A pack's compute / create_kernel called so that a C++ exception escaping it (which breaks the C ABI's rule 4)

@@ -1,6 +1,7 @@
 // ophost::Runtime and ophost::Session: the embedding API over discovery, registry and execution.
 #include <ophost/runtime.hpp>
 
+#include "exec/run_hooks.hpp"
 #include "exec/session_impl.hpp"
 #include "exec/thread_pool.hpp"
 #include "model/model.hpp"
@@ -105,65 +106,6 @@ ModelLimits limits_of(const SessionOptions& options) {
   return l;
 }
 
-// Index of the first element of `p[0..n)` that is not finite (`to_float` converts one element), or -1.
-template <class T, class F>
-int64_t first_non_finite(const T* p, int64_t n, F to_float, double& value) {
-  for (int64_t i = 0; i < n; ++i) {
-    double v = to_float(p[i]);
-    if (!std::isfinite(v)) {
-      value = v;
-      return i;
-    }
-  }
-  return -1;
-}
-double half_to_double(uint16_t h) {  // only finiteness matters here
-  if (((h >> 10) & 0x1f) != 0x1f) return 0.0;
-  return (h & 0x3ff) ? NAN : ((h & 0x8000) ? -INFINITY : INFINITY);
-}
-double bf16_to_double(uint16_t b) {
-  uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-// --check-numerics: throws naming the value when `t` holds a NaN or an infinity.
-void check_finite(const Tensor& t, const std::string& role, const std::string& name) {
-  const int64_t n = t.numel();
-  if (n == 0 || t.data() == nullptr) return;
-  int64_t bad = -1;
-  double value = 0;
-  auto same = [](auto x) { return static_cast<double>(x); };
-  switch (t.dtype()) {
-    case DType::kFloat32: bad = first_non_finite(t.data_as<float>(), n, same, value); break;
-    case DType::kFloat64: bad = first_non_finite(t.data_as<double>(), n, same, value); break;
-    case DType::kFloat16:
-      bad = first_non_finite(static_cast<const uint16_t*>(t.data()), n, half_to_double, value);
-      break;
-    case DType::kBFloat16:
-      bad = first_non_finite(static_cast<const uint16_t*>(t.data()), n, bf16_to_double, value);
-      break;
-    default: return;
-  }
-  if (bad < 0) return;
-  const auto& shape = t.shape();
-  std::vector<int64_t> idx(shape.size(), 0);
-  int64_t rest = bad;
-  for (size_t k = shape.size(); k-- > 0;) {
-    if (shape[k] > 0) {
-      idx[k] = rest % shape[k];
-      rest /= shape[k];
-    }
-  }
-  std::string index;
-  for (size_t k = 0; k < idx.size(); ++k) index += (k ? "," : "") + std::to_string(idx[k]);
-  throw Error(Code::kInvalidArgument, "check-numerics: " + role + " '" + name + "' holds " +
-                                          (std::isnan(value) ? std::string("NaN") : value > 0 ? "+inf" : "-inf") +
-                                          " at [" + index + "] (element " + std::to_string(bad) + " of " +
-                                          std::to_string(n) + ", " + dtype_name(t.dtype()) + " " +
-                                          shape_to_string(shape) + ")");
-}
 }  // namespace
 
 std::unique_ptr<Session> Runtime::load_from_bytes(std::span<const std::byte> model, const SessionOptions& options,
@@ -226,11 +168,11 @@ std::vector<NamedTensor> Session::run(const std::vector<NamedTensor>& inputs) {
 }
 void Session::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) {
   if (impl_->check_numerics) {
-    for (const NamedTensor& in : inputs) check_finite(in.tensor, "graph input", in.name);
+    for (const NamedTensor& in : inputs) check_finite(in.tensor.view(), "graph input '" + in.name + "'");
   }
   impl_->run(inputs, outputs);
   if (impl_->check_numerics) {
-    for (const NamedTensor& out : outputs) check_finite(out.tensor, "graph output", out.name);
+    for (const NamedTensor& out : outputs) check_finite(out.tensor.view(), "graph output '" + out.name + "'");
   }
 }
 MemoryStats Session::memory_stats() const {

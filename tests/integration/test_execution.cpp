@@ -6,6 +6,9 @@
 
 #include <ophost/runtime.hpp>
 
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -273,6 +276,113 @@ TEST(Execution, ProfileRecordsEveryNodeInEveryExecutionPath) {
     int64_t calls = 0;
     for (const OpProfile& p : totals) calls += p.calls;
     EXPECT_EQ(calls, static_cast<int64_t>(s->node_count()) * runs);
+  }
+}
+
+// The executor's per-node hooks in every run path: a NaN/inf check that names the node that wrote it (not the
+// graph output it reaches), and the node lifecycle at debug log level.
+namespace hooks {
+// x f32[4] -> Sub(x, x) = 0 -> Reciprocal = +inf -> Relu -> y; `dynamic` adds NonZero(x) (a shape known only
+// while running, so the run takes the generic path); `in_if` puts the chain inside an If's then_branch.
+fs::path model(const fs::path& dir, const std::string& kind) {
+  ModelBuilder b({{"", 13}});
+  b.input("x", {4}).output("y", {4});
+  if (kind == "if") {
+    b.input("c", {}, onnx::TensorProto::BOOL);
+    onnx::GraphProto then_g, else_g;
+    then_g.set_name("then");
+    else_g.set_name("else");
+    auto add = [](onnx::GraphProto& g, const char* op, std::vector<std::string> in, const char* out, const char* name) {
+      auto* n = g.add_node();
+      n->set_op_type(op);
+      n->set_name(name);
+      for (auto& i : in) n->add_input(i);
+      n->add_output(out);
+    };
+    add(then_g, "Sub", {"x", "x"}, "z", "sub");
+    add(then_g, "Reciprocal", {"z"}, "r", "recip");
+    add(then_g, "Relu", {"r"}, "t", "relu");
+    then_g.add_output()->set_name("t");
+    then_g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    add(else_g, "Identity", {"x"}, "e", "same");
+    else_g.add_output()->set_name("e");
+    else_g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* n = b.node("If", {"c"}, {"y"}, "branch");
+    for (auto [name, g] : {std::pair{"then_branch", &then_g}, std::pair{"else_branch", &else_g}}) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::GRAPH);
+      *a->mutable_g() = *g;
+    }
+    return b.save(dir / "hooks_if.onnx");
+  }
+  b.node("Sub", {"x", "x"}, {"z"}, "sub");
+  b.node("Reciprocal", {"z"}, {"r"}, "recip");
+  b.node("Relu", {"r"}, {"y"}, "relu");
+  if (kind == "dynamic") {
+    auto* o = b.m.mutable_graph()->add_output();
+    o->set_name("nz");
+    o->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+    b.node("NonZero", {"x"}, {"nz"}, "nonzero");
+  }
+  return b.save(dir / ("hooks_" + kind + ".onnx"));
+}
+}  // namespace hooks
+
+TEST(Execution, HooksRunInEveryExecutionPath) {
+  TempDir tmp;
+  Runtime rt({{kPluginDir}, false, false});
+  struct Case {
+    const char* what;
+    std::string kind;
+    SessionOptions::ExecutionMode mode;
+  };
+  const auto seq = SessionOptions::ExecutionMode::kSequential, par = SessionOptions::ExecutionMode::kParallel;
+  for (const Case& c : {Case{"sequential", "static", seq}, Case{"parallel", "static", par},
+                        Case{"data-dependent shapes", "dynamic", seq}, Case{"If body", "if", seq},
+                        Case{"If body, parallel", "if", par}}) {
+    SCOPED_TRACE(c.what);
+    fs::path file = hooks::model(tmp.path(), c.kind);
+    std::vector<NamedTensor> in = {{"x", Tensor(DType::kFloat32, {4})}};
+    for (int i = 0; i < 4; ++i) in[0].tensor.data_as<float>()[i] = static_cast<float>(i + 1);
+    if (c.kind == "if") {
+      Tensor cond(DType::kBool, {});
+      *cond.data_as<uint8_t>() = 1;
+      in.push_back({"c", cond});
+    }
+    SessionOptions o;
+    o.execution_mode = c.mode;
+    o.check_numerics = true;
+    auto s = rt.load(file, o);
+    std::string err;
+    try {
+      s->run(in);
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    EXPECT_CONTAINS(err, "check-numerics: ");
+    EXPECT_CONTAINS(err, "node 'recip' (Reciprocal, opset 13) from pack 'onnx-core'");
+    EXPECT_CONTAINS(err, "output 'r' holds +inf at [0] (element 0 of 4, float32 [4])");
+
+    // Lifecycle checks at debug level: every node goes Running -> Finished, values are Released.
+    o.check_numerics = false;
+    auto quiet = rt.load(file, o);
+    auto logger = spdlog::default_logger();
+    auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096);
+    logger->sinks().push_back(sink);
+    const auto level = logger->level();
+    logger->set_level(spdlog::level::debug);
+    quiet->run(in);
+    logger->set_level(level);
+    logger->sinks().pop_back();
+    int finished = 0, released = 0;
+    for (const std::string& line : sink->last_formatted()) {
+      finished += line.find("Running -> Finished") != std::string::npos;
+      released += line.find("Released after node") != std::string::npos;
+    }
+    const int nodes = c.kind == "if" ? 1 + 3 : c.kind == "dynamic" ? 4 : 3;  // If: the node and its branch's 3
+    EXPECT_EQ(finished, nodes);
+    EXPECT_GE(released, 2);  // z and r
   }
 }
 

@@ -1,0 +1,52 @@
+// Per-node hooks of the executor loop (executor.cpp): profiling, lifecycle checks and numerics checks. The loop
+// calls before() and after() around every node's compute when any hook is on, and nothing when all are off,
+// so the hot path stays the bare compute calls. Every run path (sequential or parallel scheduling, static or
+// dynamic shapes, If/Loop/Scan bodies) goes through the same loop and so through the same hooks.
+#pragma once
+
+#include "exec/session_impl.hpp"
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace ophost {
+
+// Throws Error(kInvalidArgument) "check-numerics: <what> holds NaN at [i,j] (element k of n, float32 [..])"
+// when a floating-point tensor in host memory holds a NaN or an infinity; other dtypes pass.
+void check_finite(const oph_tensor& t, const std::string& what);
+
+class RunHooks {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Which hooks the session's options turn on (profiling, lifecycle checks, numerics); none: the loop runs bare.
+  static bool wanted(const Session::Impl& s) noexcept;
+  // `concurrent`: nodes may finish on several threads at once (parallel scheduling).
+  RunHooks(Session::Impl& s, const ExecPlan& plan, bool concurrent);
+  RunHooks(const RunHooks&) = delete;
+  RunHooks& operator=(const RunHooks&) = delete;
+  // Flushes the run's profile events into the session.
+  ~RunHooks();
+
+  // Lifecycle: Pending -> Ready (every input Finished and not yet Released) -> Running.
+  void before(size_t ni);
+  // After a successful compute, before the node's inputs are released: numerics of every output in host memory,
+  // the profile event, Running -> Finished and the Released transitions of values whose last reader finished.
+  void after(size_t ni, const oph_compute_context& ctx, Clock::time_point t0, Clock::time_point t1);
+
+ private:
+  enum class V : uint8_t { kPending, kLive, kReleased };
+  std::unique_lock<std::mutex> lock_if_concurrent();
+
+  Session::Impl& s_;
+  const ExecPlan& plan_;
+  const bool concurrent_;
+  const bool profile_, lifecycle_, numerics_;
+  std::mutex mutex_;  // concurrent runs: guards everything below
+  std::vector<Session::Impl::ProfileEvent> events_;
+  std::vector<V> state_;
+  std::vector<int> readers_left_;
+};
+
+}  // namespace ophost
