@@ -50,8 +50,8 @@ TEST(PackCheck, RunCheckFindsWhatEachMisbehavingOpDoes) {
   EXPECT_CONTAINS(r.out, "OPH_ALIAS_MUTATES_INPUT");
   EXPECT_CONTAINS(r.out, "bad::reverse [1+] on cpu (float32 [7]): MAY_INPLACE input 0 -> output 0 does not hold");
   EXPECT_CONTAINS(r.out, "drop .may_inplace(0, 0)");
-  EXPECT_CONTAINS(r.out, "bad::overrun [1+] on cpu (float32 []): output 0 ('output_0'): compute wrote past the end of the "
-                         "buffer (4 bytes for shape [1] float32 from infer)");
+  EXPECT_CONTAINS(r.out, "bad::overrun [1+] on cpu (float32 []): compute wrote 4 bytes past the end of output 0 "
+                         "('output_0') (first corrupted byte at end+0; the buffer holds 4 bytes: float32 [1])");
   EXPECT_CONTAINS(r.out, "ok       bad::twice [1+] on cpu: run check");
   EXPECT_CONTAINS(r.out, "result: 3 finding(s)");
 }
