@@ -27,6 +27,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 
 namespace ophost::cli::pack {
 
@@ -157,8 +158,9 @@ Buffer from_sample(const SampleInput& s) {
 }
 
 // Writes outside [data, data + payload): what the guard zones show.
-std::vector<std::string> guard_damage(const Buffer& b, const std::string& name) {
-  std::vector<std::string> out;
+// {what, kind of damage} for each side.
+std::vector<std::pair<std::string, std::string>> guard_damage(const Buffer& b, const std::string& name) {
+  std::vector<std::pair<std::string, std::string>> out;
   const size_t payload = b.payload();
   const std::string holds = "the buffer holds " + std::to_string(payload) + " bytes: " + dtype_str(b.dtype) + " " +
                             shape_str(b.shape);
@@ -166,9 +168,10 @@ std::vector<std::string> guard_damage(const Buffer& b, const std::string& name) 
   while (k < kGuard && b.storage[k] == kGuardByte) ++k;
   if (k < kGuard) {
     size_t before = kGuard - k;
-    out.push_back("compute wrote " + std::string(before == kGuard ? "at least " : "") + std::to_string(before) +
-                  " bytes before the start of " + name + " (the furthest corrupted byte at start-" +
-                  std::to_string(before) + "; " + holds + ")");
+    out.emplace_back("compute wrote " + std::string(before == kGuard ? "at least " : "") + std::to_string(before) +
+                         " bytes before the start of " + name + " (the furthest corrupted byte at start-" +
+                         std::to_string(before) + "; " + holds + ")",
+                     "before the start of " + name);
   }
   const uint8_t* after = b.storage.data() + kGuard + payload;
   size_t first = kGuard, last = 0;
@@ -179,9 +182,10 @@ std::vector<std::string> guard_damage(const Buffer& b, const std::string& name) 
     }
   }
   if (first < kGuard) {
-    out.push_back("compute wrote " + std::string(last + 1 == kGuard ? "at least " : "") + std::to_string(last + 1) +
-                  " bytes past the end of " + name + " (first corrupted byte at end+" + std::to_string(first) +
-                  "; " + holds + ")");
+    out.emplace_back("compute wrote " + std::string(last + 1 == kGuard ? "at least " : "") +
+                         std::to_string(last + 1) + " bytes past the end of " + name + " (first corrupted byte at end+" +
+                         std::to_string(first) + "; " + holds + ")",
+                     "past the end of " + name);
   }
   return out;
 }
@@ -443,10 +447,11 @@ class OpChecker {
     return false;
   }
 
-  void find(const std::string& probe, std::string what, std::string fix) {
+  // One finding per kind of problem (`key`; by default the start of `what`), on the first sample that shows it.
+  void find(const std::string& probe, std::string what, std::string fix, std::string key = "") {
     if (quiet_) return;
-    std::string key = what.substr(0, 60);
-    if (!reported_.insert(key).second) return;  // one finding per kind of problem
+    if (key.empty()) key = what.substr(0, 60);
+    if (!reported_.insert(key).second) return;
     report_.finding(label_ + " (" + probe + ")", std::move(what), std::move(fix));
   }
 
@@ -638,10 +643,11 @@ class OpChecker {
   }
 
   void check_guards(const std::string& probe, const Buffer& b, const std::string& name) {
-    for (std::string& what : guard_damage(b, name)) {
+    for (auto& [what, key] : guard_damage(b, name)) {
       find(probe, std::move(what),
            "write only the elements of the shape infer gave (for an output), or make infer give the shape compute "
-           "writes; never write into or past an input");
+           "writes; never write into or past an input",
+           key);
     }
   }
 
@@ -719,7 +725,8 @@ class OpChecker {
                       std::to_string(never.front()) + "; infer gave " + dtype_str(r.outputs[o].dtype) + " " +
                       shape_str(r.outputs[o].shape) + ")",
            "write every element of the shape infer gives, or make infer give the shape compute writes (the host "
-           "would pass the unwritten elements on as whatever its arena held)");
+           "would pass the unwritten elements on as whatever its arena held)",
+           "unwritten " + std::to_string(o));
     }
   }
 
@@ -855,6 +862,13 @@ std::string signal_name(int sig) {
   }
 }
 
+// "30", "0.5"
+std::string seconds(double s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
+
 struct ChildEnd {
   bool done = false;
   bool timed_out = false;
@@ -903,8 +917,8 @@ void report_child_end(const ChildEnd& end, const oph_op_def* op, const std::stri
                       Report& report) {
   const std::string on = " on sample " + end.sample + (end.stage.empty() ? "" : " (in " + end.stage + ")");
   if (end.timed_out) {
-    report.finding(label, "op " + op_name(op) + " did not finish within " + std::to_string(int(spec.timeout_s)) +
-                              " s" + on + "; killed",
+    report.finding(label, "op " + op_name(op) + " did not finish within " + seconds(spec.timeout_s) + " s" + on +
+                              "; killed",
                    "make sure compute terminates for every input infer accepts (or pass a larger --timeout if it is "
                    "just slow on this sample)");
   } else if (WIFSIGNALED(end.status)) {
