@@ -12,6 +12,7 @@
 #include "pack_check.hpp"
 #include "pack_check_internal.hpp"
 
+#include "exec/thread_pool.hpp"
 #include "plugins/manifest.hpp"
 #include "plugins/plugin_set.hpp"
 
@@ -164,6 +165,10 @@ int cmd_pack_check(int argc, char** argv) {
     return kExitUsage;
   }
   setup_logging(log_level, "error");
+  // A pool without workers, before any plugin code runs: the run checks happen in forked children, where
+  // worker threads of the parent would not exist (a parallel_for through the services a pack kept from its
+  // entry would wait for them forever).
+  ThreadPool::set_global_threads(1);
   Report report;
   fs::path dir = dir_arg;
   fs::path manifest_path = dir / kManifestFileName;

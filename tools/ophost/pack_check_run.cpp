@@ -845,6 +845,7 @@ void parse_records(std::string& buf, F&& on_record) {
                    "an exception escaped from the pack into the host: catch it in the pack and return a status");
   }
   send(fd, kDone);
+  std::fflush(nullptr);  // what the pack printed
   _exit(0);  // no destructors or atexit handlers of the parent's state
 }
 
