@@ -519,7 +519,8 @@ class OpChecker {
           find(probe, "infer gave " + output_name(o) + " dtype " + dtype_str(v.dtype) + ", which its type variable '" +
                           io->type_var + "' does not allow",
                "add " + dtype_str(v.dtype) + " to the constraint of '" + std::string(io->type_var) +
-                   "' or give the output another type variable");
+                   "' or give the output another type variable",
+               "infer dtype " + std::to_string(o));
         }
       }
       Buffer& b = r.outputs[o];
@@ -568,7 +569,7 @@ class OpChecker {
       ka.device = {OPH_DL_CPU, 0};
       if (std::string e = status_error(op_->create_kernel(&ka, &state)); !e.empty()) {
         find(probe, "create_kernel failed after infer accepted the inputs: " + e,
-             "reject these inputs in infer (with a message), or accept them in create_kernel");
+             "reject these inputs in infer (with a message), or accept them in create_kernel", "create_kernel failed");
         r.outcome = RunResult::Outcome::kKernelFailed;
         return r;
       }
@@ -633,7 +634,8 @@ class OpChecker {
     if (!e.empty()) {
       find(probe, "compute failed: " + e + " (infer had accepted these inputs)",
            "reject these inputs in infer with the same message (the host then reports it before running), or "
-           "handle them in compute");
+           "handle them in compute",
+           "compute failed");
       r.outcome = RunResult::Outcome::kComputeFailed;
       return r;
     }
@@ -741,7 +743,8 @@ class OpChecker {
                       dtype_str(out.dtype) + " " + shape_str(out.shape) + " while the input is " +
                       dtype_str(inputs[i].dtype) + " " + shape_str(inputs[i].shape),
            "the planner only shares buffers of equal size: remove the alias or keep the output's dtype and shape "
-           "equal to the input's");
+           "equal to the input's",
+           "inplace size " + std::to_string(i) + " " + std::to_string(o));
       return false;
     }
     std::vector<Buffer> again = inputs;
