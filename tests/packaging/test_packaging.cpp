@@ -50,8 +50,8 @@ TEST(PackCheck, RunCheckFindsWhatEachMisbehavingOpDoes) {
   EXPECT_CONTAINS(r.out, "OPH_ALIAS_MUTATES_INPUT");
   EXPECT_CONTAINS(r.out, "bad::reverse [1+] on cpu (float32 [7]): MAY_INPLACE input 0 -> output 0 does not hold");
   EXPECT_CONTAINS(r.out, "drop .may_inplace(0, 0)");
-  EXPECT_CONTAINS(r.out, "bad::overrun [1+] on cpu (float32 []): output 0 ('output_0'): compute wrote past the end of the "
-                         "buffer (4 bytes for shape [1] float32 from infer)");
+  EXPECT_CONTAINS(r.out, "bad::overrun [1+] on cpu (float32 []): compute wrote 4 bytes past the end of output 0 "
+                         "('output_0') (first corrupted byte at end+0; the buffer holds 4 bytes: float32 [1])");
   EXPECT_CONTAINS(r.out, "ok       bad::twice [1+] on cpu: run check");
   EXPECT_CONTAINS(r.out, "result: 3 finding(s)");
 }
@@ -102,6 +102,153 @@ TEST(PackCheck, ManifestProblems) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_CONTAINS(r.out, "FINDING  manifest: ");
   EXPECT_CONTAINS(r.out, "colour");
+}
+
+// ---- broken packs: one op with one mistake each (broken_pack.cpp) -----------------------------------------
+
+ProcResult check_broken(const std::string& variant, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"pack", "check", (kPackCheckDirs / ("broken_" + variant)).string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return itest::ophost(args);
+}
+
+TEST(PackCheckBroken, CleanPackExitsZero) {
+  ProcResult r = check_broken("clean");
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "ok       broken::scale [1+] on cpu: run check (6 runs, float32, 6 in place): infer agrees "
+                         "with compute, every output element written, no writes outside the buffers");
+  EXPECT_CONTAINS(r.out, "result: clean");
+}
+
+TEST(PackCheckBroken, InferBiggerThanWhatComputeWrites) {
+  ProcResult r = check_broken("unwritten");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  // infer says n + 2 elements; compute writes n (n = 1 for the first probe, a scalar).
+  EXPECT_CONTAINS(r.out, "FINDING  broken::unwritten [1+] on cpu (float32 []): output 0 'output_0': 2 of 3 elements "
+                         "never written (first at index 1; infer gave float32 [3])");
+  EXPECT_CONTAINS(r.out, "result: 1 finding(s)");
+}
+
+TEST(PackCheckBroken, OneElementPastTheEnd) {
+  ProcResult r = check_broken("past_one");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  broken::past_one [1+] on cpu (float32 []): compute wrote 4 bytes past the end of "
+                         "output 0 ('output_0') (first corrupted byte at end+0; the buffer holds 4 bytes: float32 [])");
+}
+
+TEST(PackCheckBroken, TwoHundredFiftySixBytesPastTheEnd) {
+  ProcResult r = check_broken("past_256");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  broken::past_256 [1+] on cpu (float32 []): compute wrote 256 bytes past the end of "
+                         "output 0 ('output_0')");
+  EXPECT_NOT_CONTAINS(r.out, "crashed");  // the guard zone takes the write; nothing is corrupted
+}
+
+TEST(PackCheckBroken, WrongInPlace) {
+  ProcResult r = check_broken("inplace");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  broken::reverse [1+] on cpu (float32 [7]): MAY_INPLACE input 0 -> output 0 does not "
+                         "hold: with the output in the input's buffer, element 4 differs");
+  EXPECT_CONTAINS(r.out, "drop .may_inplace(0, 0)");
+}
+
+TEST(PackCheckBroken, WritesIntoAnUndeclaredInput) {
+  ProcResult r = check_broken("scribble");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  broken::scribble [1+] on cpu (float32 []): compute modified input 0 ('input_0'), "
+                         "which is declared read-only (first changed element: 0, byte 0)");
+  EXPECT_CONTAINS(r.out, "OPH_ALIAS_MUTATES_INPUT");
+}
+
+TEST(PackCheckBroken, ComputeThrowsIsAComputeFailureNotAnInferRejection) {
+  ProcResult r = check_broken("throw");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  broken::throws [1+] on cpu (float32 []): compute failed: ");
+  EXPECT_CONTAINS(r.out, "broken::throws does not support this layout (infer had accepted these inputs)");
+  EXPECT_NOT_CONTAINS(r.out, "infer rejected");
+  EXPECT_NOT_CONTAINS(r.out, "not run");
+}
+
+TEST(PackCheckBroken, ComputeReturnsAnError) {
+  ProcResult r = check_broken("error");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  broken::fails [1+] on cpu (float32 []): compute failed: broken::fails: not "
+                         "implemented for these inputs");
+  EXPECT_NOT_CONTAINS(r.out, "infer rejected");
+}
+
+TEST(PackCheckBroken, SegfaultIsReportedAndTheCheckGoesOn) {
+  ProcResult r = check_broken("segv");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.signal, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  broken::segv [1+] on cpu: op broken::segv crashed (SIGSEGV) on sample float32 [] "
+                         "(in compute)");
+  // Lines before the crash are out (line-buffered), and the next op is still checked.
+  EXPECT_CONTAINS(r.out, "ok       broken::segv [1+] on cpu: definition");
+  EXPECT_CONTAINS(r.out, "ok       broken::scale [1+] on cpu: run check (6 runs");
+  EXPECT_CONTAINS(r.out, "result: 1 finding(s)");
+}
+
+TEST(PackCheckBroken, HangIsKilledAfterTheTimeout) {
+  ProcResult r = check_broken("hang", {"--timeout", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  broken::hang [1+] on cpu: op broken::hang did not finish within 1 s on sample "
+                         "float32 [] (in compute); killed");
+}
+
+TEST(PackCheckBroken, RequiredAttribute) {
+  ProcResult r = check_broken("req_attr");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "note     broken::scale_by [1+] on cpu: not run: attribute 'k' is required; pass "
+                         "--attr k=VALUE (with --op broken::scale_by)");
+  EXPECT_CONTAINS(r.out, "result: incomplete: 1 op(s) not run");
+
+  r = check_broken("req_attr", {"--attr", "k=3"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "ok       broken::scale_by [1+] on cpu: run check (6 runs, float32)");
+  EXPECT_CONTAINS(r.out, "result: clean");
+
+  r = check_broken("req_attr", {"--op", "broken::scale_by", "--attr", "k=three"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_CONTAINS(r.err, "--attr k=three: attribute 'k' of broken::scale_by is an int (e.g. 3); 'three' is not one");
+
+  r = check_broken("req_attr", {"--attr", "q=1"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_CONTAINS(r.err, "--attr q=1: broken::scale_by has no attribute 'q' (its attributes: k)");
+
+  r = check_broken("req_attr", {"--op", "broken::nope"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_CONTAINS(r.err, "--op broken::nope: the pack has no such op (its ops: broken::scale_by)");
+}
+
+TEST(PackCheckBroken, RankTwoOnlyOpRunsWithTheAuthorsInputs) {
+  ProcResult r = check_broken("rank2");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "note     broken::bias_rows [1+] on cpu: not run: infer rejected every probe (float32 []: "
+                         "x must be rank 2, got rank 0; ...); pass inputs of shapes the op accepts with --input "
+                         "NAME=FILE.npy");
+
+  TempDir tmp;
+  Tensor x(DType::kFloat32, {3, 4}), bias(DType::kFloat32, {4});
+  for (int i = 0; i < 12; ++i) x.data_as<float>()[i] = 0.25f * static_cast<float>(i);
+  for (int i = 0; i < 4; ++i) bias.data_as<float>()[i] = static_cast<float>(i);
+  write_npy(tmp.path() / "x.npy", x);
+  write_npy(tmp.path() / "bias.npy", bias);
+  r = check_broken("rank2", {"--input", "x=" + (tmp.path() / "x.npy").string(), "--input",
+                             "1=" + (tmp.path() / "bias.npy").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "ok       broken::bias_rows [1+] on cpu: run check (the given inputs): infer agrees with "
+                         "compute");
+  EXPECT_CONTAINS(r.out, "result: clean");
+
+  // The author's inputs reach infer as given: x alone (bias made up with x's shape) is rejected.
+  r = check_broken("rank2", {"--input", "x=" + (tmp.path() / "x.npy").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "not run: infer rejected the given inputs (float32 [3,4]: bias must be [C]");
+
+  r = check_broken("rank2", {"--input", "z=" + (tmp.path() / "x.npy").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_CONTAINS(r.err, "broken::bias_rows has no input 'z' (its inputs: 0 'x', 1 'bias'; give the name or the index)");
 }
 
 // ---- ABI compatibility -------------------------------------------------------------------------------------

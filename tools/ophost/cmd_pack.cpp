@@ -51,10 +51,11 @@ int cmd_pack(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "manifest") return cmd_pack_manifest(argc - 1, argv + 1);
   if (argc >= 2 && std::string_view(argv[1]) == "check") return cmd_pack_check(argc - 1, argv + 1);
   std::cerr << "Usage: ophost pack manifest --library LIB --kind KIND --out FILE\n"
-               "       ophost pack check DIR\n"
+               "       ophost pack check DIR [--op DOMAIN::NAME] [--attr NAME=VALUE] [--input NAME=FILE.npy]\n"
                "  manifest   write ophost-plugin.json for a built plugin library\n"
                "  check      validate a plugin folder (manifest, ABI, exported symbols, op definitions, a run of\n"
-               "             every CPU op with random inputs); exit 0 when clean, 1 with findings\n";
+               "             every CPU op in a child process, with guard zones and poisoned outputs); exit 0 when\n"
+               "             clean, 1 with findings or ops not run (see ophost pack check --help)\n";
   return (argc >= 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) ? kExitOk
                                                                                                        : kExitUsage;
 }

@@ -1,0 +1,322 @@
+// `ophost pack check`: the report, the helpers over op definitions, and --attr / --input typed by the op.
+#include "pack_check_internal.hpp"
+
+#include "model/npy.hpp"
+
+#include <ophost/error.hpp>
+#include <ophost/tensor.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstring>
+#include <iostream>
+
+namespace ophost::cli::pack {
+
+void Report::add(Entry e) {
+  if (e.kind == Entry::Kind::kFinding) ++findings_;
+  if (e.kind == Entry::Kind::kNotRun) ++not_run_;
+  if (sink_) {
+    sink_(e);
+    return;
+  }
+  switch (e.kind) {
+    case Entry::Kind::kOk: std::cout << "  ok       " << e.what << "\n"; break;
+    case Entry::Kind::kNote:
+    case Entry::Kind::kNotRun: std::cout << "  note     " << e.what << "\n"; break;
+    case Entry::Kind::kFinding:
+      std::cout << "  FINDING  " << e.where << ": " << e.what << "\n           fix: " << e.fix << "\n";
+      break;
+  }
+}
+
+oph_attr_value AttrArg::view() const {
+  oph_attr_value v{};
+  v.struct_size = sizeof v;
+  v.type = type;
+  v.f = f;
+  v.i = i;
+  v.s = s.c_str();
+  switch (type) {
+    case OPH_ATTR_STRING: v.count = s.size(); break;
+    case OPH_ATTR_FLOATS: v.floats = floats.data(); v.count = floats.size(); break;
+    case OPH_ATTR_INTS: v.ints = ints.data(); v.count = ints.size(); break;
+    case OPH_ATTR_STRINGS:
+      string_ptrs_.clear();
+      for (const auto& str : strings) string_ptrs_.push_back(str.c_str());
+      v.strings = string_ptrs_.data();
+      v.count = strings.size();
+      break;
+    default: break;
+  }
+  return v;
+}
+
+// ---- helpers -----------------------------------------------------------------------------------------------
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string dtype_str(oph_dtype d) {
+  std::string base;
+  switch (d.code) {
+    case OPH_DTYPE_INT: base = "int"; break;
+    case OPH_DTYPE_UINT: base = "uint"; break;
+    case OPH_DTYPE_FLOAT: base = "float"; break;
+    case OPH_DTYPE_BFLOAT: base = "bfloat"; break;
+    case OPH_DTYPE_BOOL: return "bool";
+    case OPH_DTYPE_COMPLEX: base = "complex"; break;
+    case OPH_DTYPE_OPAQUE: return d.bits == 0 ? "string" : "opaque" + std::to_string(d.bits);
+    default: return "dtype(code " + std::to_string(d.code) + ")";
+  }
+  return base + std::to_string(d.bits) + (d.lanes != 1 ? "x" + std::to_string(d.lanes) : "");
+}
+
+std::string op_name(const oph_op_def* op) { return std::string(op->domain) + "::" + op->name; }
+
+bool same_dtype(oph_dtype a, oph_dtype b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
+
+bool fillable(oph_dtype d) {
+  if (d.lanes != 1) return false;
+  switch (d.code) {
+    case OPH_DTYPE_FLOAT: return d.bits == 32 || d.bits == 64;
+    case OPH_DTYPE_INT:
+    case OPH_DTYPE_UINT: return d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
+    case OPH_DTYPE_BOOL: return d.bits == 8;
+    default: return false;
+  }
+}
+
+bool known_dtype(oph_dtype d) {
+  if (d.lanes == 0) return false;
+  switch (d.code) {
+    case OPH_DTYPE_INT: case OPH_DTYPE_UINT: return d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
+    case OPH_DTYPE_FLOAT: return d.bits == 16 || d.bits == 32 || d.bits == 64;
+    case OPH_DTYPE_BFLOAT: return d.bits == 16;
+    case OPH_DTYPE_BOOL: return d.bits == 8;
+    case OPH_DTYPE_COMPLEX: return d.bits == 64 || d.bits == 128;
+    case OPH_DTYPE_OPAQUE: return true;
+    default: return false;
+  }
+}
+
+size_t elem_bytes(oph_dtype d) { return (size_t{d.bits} * d.lanes + 7) / 8; }
+
+size_t numel(const std::vector<int64_t>& s) {
+  size_t n = 1;
+  for (int64_t d : s) n *= static_cast<size_t>(d);
+  return n;
+}
+
+const oph_io_def* io_at(const oph_io_def* base, size_t i) { return OPH_ARRAY_AT(oph_io_def, base, base->struct_size, i); }
+const oph_attr_def* attr_at(const oph_op_def* op, size_t i) {
+  return OPH_ARRAY_AT(oph_attr_def, op->attributes, op->attributes->struct_size, i);
+}
+const oph_alias_def* alias_at(const oph_op_def* op, size_t i) {
+  return OPH_ARRAY_AT(oph_alias_def, op->aliases, op->aliases->struct_size, i);
+}
+const oph_type_constraint* tc_for(const oph_op_def* op, const char* var) {
+  for (size_t i = 0; i < op->num_type_constraints; ++i) {
+    const auto* tc = OPH_ARRAY_AT(oph_type_constraint, op->type_constraints, op->type_constraints->struct_size, i);
+    if (tc->type_var && var && std::strcmp(tc->type_var, var) == 0) return tc;
+  }
+  return nullptr;
+}
+
+namespace {
+
+std::vector<const oph_io_def*> expand(const oph_io_def* base, size_t n) {
+  std::vector<const oph_io_def*> out;
+  for (size_t i = 0; i < n; ++i) {
+    const oph_io_def* io = io_at(base, i);
+    size_t k = io->arity == OPH_ARITY_VARIADIC ? static_cast<size_t>(std::max(1, io->min_arity)) : 1;
+    out.insert(out.end(), k, io);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<const oph_io_def*> actual_inputs(const oph_op_def* op) { return expand(op->inputs, op->num_inputs); }
+std::vector<const oph_io_def*> actual_outputs(const oph_op_def* op) { return expand(op->outputs, op->num_outputs); }
+
+// ---- --attr and --input ------------------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, std::string>> split_assignments(const std::vector<std::string>& args,
+                                                                   const std::string& option) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& a : args) {
+    size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw UsageError(option + " " + a + ": expected NAME=VALUE (e.g. " + option +
+                       (option == "--attr" ? " k=3)" : " x=x.npy)"));
+    }
+    out.emplace_back(a.substr(0, eq), a.substr(eq + 1));
+  }
+  return out;
+}
+
+namespace {
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// "1,2,3", "[1, 2, 3]" or "" (an empty list).
+std::vector<std::string> split_list(const std::string& text) {
+  std::string t = trim(text);
+  if (t.size() >= 2 && t.front() == '[' && t.back() == ']') t = trim(std::string_view(t).substr(1, t.size() - 2));
+  std::vector<std::string> out;
+  if (t.empty()) return out;
+  size_t start = 0;
+  while (true) {
+    size_t comma = t.find(',', start);
+    out.push_back(trim(std::string_view(t).substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+template <class T>
+bool parse_number(const std::string& text, T& out) {
+  std::string t = trim(text);
+  const char* first = t.c_str();
+  if (!t.empty() && t.front() == '+') ++first;
+  auto [ptr, ec] = std::from_chars(first, t.c_str() + t.size(), out);
+  return !t.empty() && ec == std::errc() && ptr == t.c_str() + t.size();
+}
+
+const char* attr_type_name(int32_t type) {
+  switch (type) {
+    case OPH_ATTR_INT: return "an int (e.g. 3)";
+    case OPH_ATTR_FLOAT: return "a float (e.g. 0.5)";
+    case OPH_ATTR_STRING: return "a string";
+    case OPH_ATTR_INTS: return "a list of ints (e.g. 1,2,3)";
+    case OPH_ATTR_FLOATS: return "a list of floats (e.g. 0.5,1,2)";
+    case OPH_ATTR_STRINGS: return "a list of strings (e.g. a,b)";
+    case OPH_ATTR_TENSOR: return "a tensor";
+    default: return "of an unknown type";
+  }
+}
+
+AttrArg parse_attr(const oph_op_def* op, const oph_attr_def* def, const std::string& value) {
+  const std::string where = "--attr " + std::string(def->name) + "=" + value + ": attribute '" + def->name +
+                            "' of " + op_name(op) + " is " + attr_type_name(def->type);
+  AttrArg a;
+  a.type = def->type;
+  auto bad = [&](const std::string& item) { return UsageError(where + "; '" + item + "' is not one"); };
+  switch (def->type) {
+    case OPH_ATTR_INT:
+      if (!parse_number(value, a.i)) throw bad(value);
+      break;
+    case OPH_ATTR_FLOAT:
+      if (!parse_number(value, a.f)) throw bad(value);
+      break;
+    case OPH_ATTR_STRING: a.s = value; break;
+    case OPH_ATTR_INTS:
+      for (const auto& item : split_list(value)) {
+        int64_t v = 0;
+        if (!parse_number(item, v)) throw UsageError(where + "; '" + item + "' is not an int");
+        a.ints.push_back(v);
+      }
+      break;
+    case OPH_ATTR_FLOATS:
+      for (const auto& item : split_list(value)) {
+        float v = 0;
+        if (!parse_number(item, v)) throw UsageError(where + "; '" + item + "' is not a float");
+        a.floats.push_back(v);
+      }
+      break;
+    case OPH_ATTR_STRINGS: a.strings = split_list(value); break;
+    default:
+      throw UsageError(where + "; pack check takes int, float, string, ints, floats and strings attributes "
+                       "on the command line, not this one");
+  }
+  return a;
+}
+
+std::string attr_names(const oph_op_def* op) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < op->num_attributes; ++i) names.push_back(attr_at(op, i)->name);
+  return names.empty() ? "it has none" : "its attributes: " + join(names, ", ");
+}
+
+size_t input_index(const oph_op_def* op, const std::vector<const oph_io_def*>& formals, const std::string& name,
+                   const std::string& file) {
+  for (size_t i = 0; i < formals.size(); ++i)
+    if (name == formals[i]->name) return i;
+  size_t index = 0;
+  if (parse_number(name, index) && index < formals.size()) return index;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < formals.size(); ++i) names.push_back(std::to_string(i) + " '" + formals[i]->name + "'");
+  throw UsageError("--input " + name + "=" + file + ": " + op_name(op) + " has no input '" + name +
+                   "' (its inputs: " + (names.empty() ? std::string("none") : join(names, ", ")) +
+                   "; give the name or the index)");
+}
+
+SampleInput read_sample(const oph_op_def* op, const oph_io_def* formal, const std::string& name,
+                        const std::string& file) {
+  const std::string where = "--input " + name + "=" + file;
+  Tensor t;
+  try {
+    t = read_npy(file);
+  } catch (const Error& e) {
+    throw UsageError(where + ": " + e.what());
+  }
+  SampleInput s;
+  s.file = file;
+  s.dtype = to_dl(t.dtype());
+  s.shape.assign(t.shape().begin(), t.shape().end());
+  const auto* bytes = static_cast<const uint8_t*>(t.data());
+  s.bytes.assign(bytes, bytes + t.nbytes());
+  if (const oph_type_constraint* tc = tc_for(op, formal->type_var)) {
+    std::vector<std::string> allowed;
+    bool ok = false;
+    for (size_t k = 0; k < tc->num_allowed; ++k) {
+      ok = ok || same_dtype(tc->allowed[k], s.dtype);
+      allowed.push_back(dtype_str(tc->allowed[k]));
+    }
+    if (!ok) {
+      throw UsageError(where + ": the file holds " + dtype_str(s.dtype) + " but input '" + formal->name + "' of " +
+                       op_name(op) + " (type variable '" + formal->type_var + "') allows " + join(allowed, ", "));
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+RunSpec make_run_spec(const oph_op_def* op, const std::vector<std::pair<std::string, std::string>>& attrs,
+                      const std::vector<std::pair<std::string, std::string>>& inputs) {
+  RunSpec spec;
+  for (const auto& [name, value] : attrs) {
+    size_t k = 0;
+    while (k < op->num_attributes && name != attr_at(op, k)->name) ++k;
+    if (k == op->num_attributes) {
+      throw UsageError("--attr " + name + "=" + value + ": " + op_name(op) + " has no attribute '" + name + "' (" +
+                       attr_names(op) + ")");
+    }
+    spec.attrs[k] = parse_attr(op, attr_at(op, k), value);
+  }
+  std::vector<const oph_io_def*> formals = actual_inputs(op);
+  for (const auto& [name, file] : inputs) {
+    size_t i = input_index(op, formals, name, file);
+    spec.inputs[i] = read_sample(op, formals[i], name, file);
+  }
+  return spec;
+}
+
+}  // namespace ophost::cli::pack

@@ -1,0 +1,126 @@
+// Pieces shared by the files of `ophost pack check`: the report, the run-check options of one op (--attr,
+// --input), and small helpers over the op definition's C arrays. Private to the ophost command.
+#pragma once
+
+#include <ophost/ophost_plugin.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ophost::cli::pack {
+
+// One line of the report. ok / note / not-run use `what` only; a finding has all three.
+struct Entry {
+  enum class Kind : char { kOk = 'O', kNote = 'N', kNotRun = 'R', kFinding = 'F' };
+  Kind kind = Kind::kNote;
+  std::string where;  // "manifest", "symbols", "acme::swish [1+] on cpu (float32 [7])", ...
+  std::string what;   // the problem (or the ok / note text)
+  std::string fix;    // what to change
+};
+
+struct Finding {
+  std::string where, what, fix;
+};
+
+// Prints each entry at once (stdout is line-buffered in pack check, so a piped report is complete up to a
+// crash) and counts findings and ops that were not run. With a forward sink set (the run check's child), the
+// entries go to the sink instead (the parent prints them).
+class Report {
+ public:
+  void ok(std::string what) { add({Entry::Kind::kOk, "", std::move(what), ""}); }
+  void note(std::string what) { add({Entry::Kind::kNote, "", std::move(what), ""}); }
+  // An op that could not be run for lack of something the author can pass (--attr, --input): a note that
+  // keeps the result from being "clean".
+  void not_run(std::string what) { add({Entry::Kind::kNotRun, "", std::move(what), ""}); }
+  void finding(std::string where, std::string what, std::string fix) {
+    add({Entry::Kind::kFinding, std::move(where), std::move(what), std::move(fix)});
+  }
+  void finding(Finding f) { finding(std::move(f.where), std::move(f.what), std::move(f.fix)); }
+  void add(Entry e);
+
+  size_t count() const { return findings_; }
+  size_t not_run_count() const { return not_run_; }
+  void forward_to(std::function<void(const Entry&)> sink) { sink_ = std::move(sink); }
+
+ private:
+  size_t findings_ = 0;
+  size_t not_run_ = 0;
+  std::function<void(const Entry&)> sink_;
+};
+
+// A command-line mistake (--attr, --input, --op): `ophost pack check` prints it and exits 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An attribute value from --attr NAME=VALUE, typed by the op's attribute definition.
+struct AttrArg {
+  int32_t type = OPH_ATTR_UNDEFINED;
+  float f = 0;
+  int64_t i = 0;
+  std::string s;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+  // The C view; points into this object (valid while it lives and is not modified).
+  oph_attr_value view() const;
+
+ private:
+  mutable std::vector<const char*> string_ptrs_;
+};
+
+// An input from --input NAME=FILE.npy.
+struct SampleInput {
+  std::string file;
+  oph_dtype dtype{};
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;  // numel * element size, C order
+};
+
+// What the run check of one op runs with.
+struct RunSpec {
+  std::map<size_t, AttrArg> attrs;        // by index in op->attributes; overrides the default
+  std::map<size_t, SampleInput> inputs;   // by actual input index (variadic formals expanded to min_arity)
+  uint32_t seed = 1;
+  double timeout_s = 30;                   // per op; the child is killed after it
+};
+
+// NAME=VALUE pairs of a repeatable option; throws UsageError naming `option` for an argument without '='.
+std::vector<std::pair<std::string, std::string>> split_assignments(const std::vector<std::string>& args,
+                                                                   const std::string& option);
+
+// The run spec of `op` from --attr and --input pairs: attribute values typed by the op's definition, input
+// files read and matched to the op's inputs by name or index. Throws UsageError naming the op and the
+// attribute or input on any problem.
+RunSpec make_run_spec(const oph_op_def* op, const std::vector<std::pair<std::string, std::string>>& attrs,
+                      const std::vector<std::pair<std::string, std::string>>& inputs);
+
+// The run check of one CPU op (random inputs of a few shapes, or the --input sample), in a forked child so
+// that a crash or a hang is a finding and the check goes on with the next op.
+void run_check_isolated(const oph_op_def* op, const std::string& label, const RunSpec& spec, Report& report);
+
+// ---- helpers -----------------------------------------------------------------------------------------------
+
+std::string join(const std::vector<std::string>& v, const std::string& sep);
+std::string shape_str(const std::vector<int64_t>& s);
+std::string dtype_str(oph_dtype d);
+std::string op_name(const oph_op_def* op);  // "domain::name"
+bool same_dtype(oph_dtype a, oph_dtype b);
+bool fillable(oph_dtype d);     // the run check can fill it with random values
+bool known_dtype(oph_dtype d);  // some ONNX type maps to it
+size_t elem_bytes(oph_dtype d);
+size_t numel(const std::vector<int64_t>& s);
+const oph_io_def* io_at(const oph_io_def* base, size_t i);
+const oph_attr_def* attr_at(const oph_op_def* op, size_t i);
+const oph_alias_def* alias_at(const oph_op_def* op, size_t i);
+const oph_type_constraint* tc_for(const oph_op_def* op, const char* var);
+// The formal of each actual input / output (a variadic formal counts min_arity times).
+std::vector<const oph_io_def*> actual_inputs(const oph_op_def* op);
+std::vector<const oph_io_def*> actual_outputs(const oph_op_def* op);
+
+}  // namespace ophost::cli::pack
