@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/unique_fd.hpp"
 #include "model/tensor_proto.hpp"
 
 #include <onnx/onnx_pb.h>
@@ -555,10 +556,7 @@ Model load_model(const fs::path& path, const ModelLimits& limits) {
     throw Error(errno == EACCES ? Code::kPermissionDenied : Code::kUnavailable,
                 "cannot read model file " + path.string() + ": " + std::strerror(errno));
   }
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
+  const UniqueFd closer(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     throw Error(Code::kUnavailable, "cannot read model file " + path.string() + ": " + std::strerror(errno));

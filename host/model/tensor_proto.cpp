@@ -1,6 +1,14 @@
 // ONNX TensorProto -> ophost::Tensor, including external data confined to the model's folder.
 #include "model/tensor_proto.hpp"
 
+#include "core/unique_fd.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <ophost/error.hpp>
 
 #include <algorithm>
@@ -9,8 +17,8 @@
 #include <bit>
 #include <charconv>
 #include <cstring>
-#include <fstream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -96,13 +104,16 @@ int64_t parse_nonnegative(const std::string& value, const std::string& key, cons
 }
 
 struct ExternalRef {
-  fs::path file;
-  uint64_t offset = 0;
-  uint64_t length = 0;  // bytes to read
+  std::string location;  // as written in the model
+  fs::path base;         // the model's folder (canonical)
+  fs::path relative;     // location, lexically normal, relative to base
+  fs::path file;         // base / relative, for messages
+  std::optional<uint64_t> offset, length;
 };
 
-// Resolves and checks an external-data reference before anything is opened.
-ExternalRef resolve_external(const onnx::TensorProto& proto, const fs::path& base_dir, uint64_t expected_bytes) {
+// Checks an external-data reference (lexically, then through the file system for a clear message) before it is
+// opened; open_beneath makes the opening itself safe.
+ExternalRef resolve_external(const onnx::TensorProto& proto, const fs::path& base_dir) {
   const std::string label = tensor_label(proto);
   std::string location;
   bool has_location = false;
@@ -160,50 +171,88 @@ ExternalRef resolve_external(const onnx::TensorProto& proto, const fs::path& bas
                     "', outside the model's folder '" + base.string() +
                     "' (through a symbolic link); copy the data file into the model's folder");
   }
-  if (!fs::exists(target, ec)) {
-    throw Error(Code::kNotFound, label + ": external data file '" + location + "' not found (looked for '" +
-                                     target.string() + "'); copy it next to the model");
-  }
-  if (!fs::is_regular_file(target, ec)) {
-    throw Error(Code::kInvalidArgument,
-                label + ": external data location '" + location + "' is not a regular file");
-  }
-  const uint64_t file_size = fs::file_size(target, ec);
-  if (ec) {
-    throw Error(Code::kUnavailable, label + ": cannot stat external data file '" + target.string() +
-                                        "': " + ec.message());
-  }
   ExternalRef ref;
+  ref.location = location;
+  ref.base = base;
+  ref.relative = norm;
   ref.file = target;
-  ref.offset = static_cast<uint64_t>(offset.value_or(0));
-  if (ref.offset > file_size) {
-    throw Error(Code::kOutOfRange, label + ": external data offset " + std::to_string(ref.offset) +
+  if (offset) ref.offset = static_cast<uint64_t>(*offset);
+  if (length) ref.length = static_cast<uint64_t>(*length);
+  return ref;
+}
+
+// Opens the external data file relative to the model folder's descriptor without leaving it at any step:
+// openat2 with RESOLVE_BENEATH (a symbolic link may point elsewhere inside the folder, never outside; the kernel
+// checks every component of this very lookup, so a file swapped for a link after the checks above is refused),
+// or, where the kernel has no openat2, one component at a time with O_NOFOLLOW (no link is followed at all).
+UniqueFd open_beneath(const ExternalRef& ref, const std::string& label) {
+  UniqueFd dir(::open(ref.base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() < 0) {
+    throw Error(Code::kUnavailable, label + ": cannot open the model folder '" + ref.base.string() + "': " +
+                                        std::strerror(errno));
+  }
+  const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, dir.get(), ref.relative.c_str(), &how, sizeof how);
+  if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {  // no openat2 (kernel < 5.6, or filtered by seccomp)
+    UniqueFd at(::dup(dir.get()));
+    fd = -1;
+    for (auto it = ref.relative.begin(); it != ref.relative.end() && at.get() >= 0; ++it) {
+      const bool last = std::next(it) == ref.relative.end();
+      const int next = ::openat(at.get(), it->c_str(), last ? flags | O_NOFOLLOW : O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (last) fd = next;
+      else at.reset(next);
+      if (next < 0) break;
+    }
+  }
+  if (fd < 0) {
+    if (errno == EXDEV || errno == ELOOP || errno == ENOTDIR) {
+      throw Error(Code::kPermissionDenied,
+                  label + ": external data location '" + ref.location + "' leads outside the model's folder '" +
+                      ref.base.string() + "' through a symbolic link (found while opening it); copy the data "
+                      "file into the model's folder");
+    }
+    if (errno == ENOENT) {
+      throw Error(Code::kNotFound, label + ": external data file '" + ref.location + "' not found (looked for '" +
+                                       ref.file.string() + "'); copy it next to the model");
+    }
+    throw Error(Code::kUnavailable, label + ": cannot open external data file '" + ref.file.string() + "': " +
+                                        std::strerror(errno));
+  }
+  return UniqueFd(static_cast<int>(fd));
+}
+
+// The byte range of the tensor in the opened file, checked against the size fstat gives for that very file.
+void check_range(ExternalRef& ref, uint64_t file_size, uint64_t expected_bytes, const std::string& label) {
+  const std::string& location = ref.location;
+  const uint64_t offset = ref.offset.value_or(0);
+  if (offset > file_size) {
+    throw Error(Code::kOutOfRange, label + ": external data offset " + std::to_string(offset) +
                                        " is past the end of '" + location + "' (" + std::to_string(file_size) +
                                        " bytes)");
   }
-  if (length) {
-    ref.length = static_cast<uint64_t>(*length);
-    if (ref.length > file_size - ref.offset) {
-      throw Error(Code::kOutOfRange, label + ": external data range offset " + std::to_string(ref.offset) +
-                                         " + length " + std::to_string(ref.length) + " runs past the end of '" +
+  if (ref.length) {
+    if (*ref.length > file_size - offset) {
+      throw Error(Code::kOutOfRange, label + ": external data range offset " + std::to_string(offset) +
+                                         " + length " + std::to_string(*ref.length) + " runs past the end of '" +
                                          location + "' (" + std::to_string(file_size) +
                                          " bytes); the data file is truncated or does not belong to this model");
     }
-    if (ref.length != expected_bytes) {
-      throw Error(Code::kInvalidArgument, label + ": external data length " + std::to_string(ref.length) +
+    if (*ref.length != expected_bytes) {
+      throw Error(Code::kInvalidArgument, label + ": external data length " + std::to_string(*ref.length) +
                                               " does not match the tensor's size (" +
                                               std::to_string(expected_bytes) + " bytes)");
     }
-  } else {
-    if (expected_bytes > file_size - ref.offset) {
-      throw Error(Code::kOutOfRange, label + ": external data file '" + location + "' holds " +
-                                         std::to_string(file_size - ref.offset) + " bytes from offset " +
-                                         std::to_string(ref.offset) + " but the tensor needs " +
-                                         std::to_string(expected_bytes));
-    }
-    ref.length = expected_bytes;
+  } else if (expected_bytes > file_size - offset) {
+    throw Error(Code::kOutOfRange, label + ": external data file '" + location + "' holds " +
+                                       std::to_string(file_size - offset) + " bytes from offset " +
+                                       std::to_string(offset) + " but the tensor needs " +
+                                       std::to_string(expected_bytes));
   }
-  return ref;
+  ref.offset = offset;
+  ref.length = expected_bytes;
 }
 
 template <class Dst, class Src>
@@ -277,18 +326,30 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const fs::path& base_di
     if (dtype == DType::kString) {
       throw Error(Code::kUnimplemented, label + ": string tensors with external data are not supported");
     }
-    const ExternalRef ref = resolve_external(proto, base_dir, expected_bytes);
-    Tensor t(dtype, std::move(dims));
-    if (ref.length == 0) return t;
-    std::ifstream in(ref.file, std::ios::binary);
-    if (!in) {
-      throw Error(Code::kUnavailable, label + ": cannot open external data file '" + ref.file.string() +
-                                          "': " + std::strerror(errno));
+    ExternalRef ref = resolve_external(proto, base_dir);
+    const UniqueFd fd = open_beneath(ref, label);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) {
+      throw Error(Code::kUnavailable, label + ": cannot stat external data file '" + ref.file.string() + "': " +
+                                          std::strerror(errno));
     }
-    in.seekg(static_cast<std::streamoff>(ref.offset));
-    in.read(static_cast<char*>(t.data()), static_cast<std::streamsize>(ref.length));
-    if (!in || static_cast<uint64_t>(in.gcount()) != ref.length) {
-      throw Error(Code::kDataLoss, label + ": short read from external data file '" + ref.file.string() + "'");
+    if (!S_ISREG(st.st_mode)) {
+      throw Error(Code::kInvalidArgument,
+                  label + ": external data location '" + ref.location + "' is not a regular file");
+    }
+    check_range(ref, static_cast<uint64_t>(st.st_size), expected_bytes, label);
+    Tensor t(dtype, std::move(dims));
+    auto* dst = static_cast<char*>(t.data());
+    uint64_t done = 0;
+    while (done < *ref.length) {
+      const ssize_t n = ::pread(fd.get(), dst + done, static_cast<size_t>(*ref.length - done),
+                                static_cast<off_t>(*ref.offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        throw Error(Code::kDataLoss, label + ": short read from external data file '" + ref.file.string() + "'" +
+                                         (n < 0 ? std::string(": ") + std::strerror(errno) : std::string()));
+      }
+      done += static_cast<uint64_t>(n);
     }
     return t;
   }

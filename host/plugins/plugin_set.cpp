@@ -326,11 +326,6 @@ void keep_loaded_file(UniqueFd file) {
 }
 }  // namespace
 
-void UniqueFd::reset(int fd) noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 // OPHOST_PLUGINS_UNLOAD=1: unmap plugin libraries when they are released (default: keep them mapped).
 namespace {
 bool plugins_unload_requested() {

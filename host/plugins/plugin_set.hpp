@@ -10,6 +10,7 @@
 // sorted by name). $OPHOST_PLUGINS_DISABLE and opt.disabled_plugins hold fnmatch globs of names not to load.
 #pragma once
 
+#include "core/unique_fd.hpp"
 #include "plugins/manifest.hpp"
 
 #include <ophost/error.hpp>
@@ -48,27 +49,6 @@ struct DiscoveryOptions {
 // above the root may be a sticky one (like /tmp: others cannot rename or remove what is not theirs in it).
 // The message names the folder, its owner and mode, and the chmod/chown that fixes it.
 std::string plugin_root_problem(const std::filesystem::path& root);
-
-// An owned file descriptor (closed on destruction; -1 = none).
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
-  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept {
-    if (this != &o) reset(o.release());
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) noexcept;
-
- private:
-  int fd_ = -1;
-};
 
 // One loaded, validated plugin. Its destructor calls the plugin's release (exactly once) and unloads the
 // library.

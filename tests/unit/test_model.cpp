@@ -5,6 +5,9 @@
 #include <ophost/error.hpp>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <thread>
+#include <atomic>
 
 #include <sys/stat.h>
 #include <onnx/onnx_pb.h>
@@ -960,6 +963,45 @@ TEST_F(ExternalFixture, RejectsSymlinkOut) {
   // A symlinked folder leading out.
   fs::create_directory_symlink(tmp.path, model_dir / "up");
   EXPECT_CONTAINS(error_for("up/outside.bin"), "outside the model's folder");
+}
+
+// The file checked is the file read: while another thread keeps swapping w.bin between a real file inside the
+// folder and a symbolic link to a file outside, every load either reads the inside values or fails naming the
+// link; none ever reads the outside bytes (before the open went through the folder's descriptor with
+// RESOLVE_BENEATH, about 1 load in 1,000 did).
+TEST_F(ExternalFixture, SwappingTheFileForALinkDuringLoadsNeverReadsOutside) {
+  const float evil[6] = {666.f, 666.f, 666.f, 666.f, 666.f, 666.f};
+  write_file(tmp.path / "evil.bin", std::string(reinterpret_cast<const char*>(evil), sizeof evil));
+  fs::copy_file(model_dir / "weights.bin", model_dir / "w.bin");
+  const fs::path file = save(model_with("w.bin"), model_dir / "model.onnx");
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    const std::string w = (model_dir / "w.bin").string(), good = (model_dir / "w_good").string(),
+                      bad = (model_dir / "w_bad").string(), evil_path = (tmp.path / "evil.bin").string();
+    while (!stop.load()) {
+      if (::link((model_dir / "weights.bin").c_str(), good.c_str()) == 0) ::rename(good.c_str(), w.c_str());
+      if (::symlink(evil_path.c_str(), bad.c_str()) == 0) ::rename(bad.c_str(), w.c_str());
+    }
+  });
+  int ok = 0, refused = 0, foreign = 0;
+  for (int i = 0; i < 2000; ++i) {
+    try {
+      const Model m = ophost::load_model(file);
+      const auto v = values_of<float>(m.initializers[0].second);
+      if (std::find(v.begin(), v.end(), 666.f) != v.end()) ++foreign;
+      else ++ok;
+    } catch (const Error& e) {
+      ++refused;
+      const std::string msg = e.what();
+      EXPECT_TRUE(msg.find("outside the model's folder") != std::string::npos ||
+                  msg.find("not found") != std::string::npos)
+          << msg;
+    }
+  }
+  stop = true;
+  swapper.join();
+  EXPECT_EQ(foreign, 0) << ok << " loads read the inside file, " << refused << " were refused";
+  EXPECT_GT(ok + refused, 0);
 }
 
 TEST_F(ExternalFixture, RejectsRangePastEnd) {
