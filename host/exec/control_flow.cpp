@@ -2,6 +2,7 @@
 // bodies, and the runs themselves.
 #include "exec/control_flow.hpp"
 
+#include "exec/run_hooks.hpp"
 #include "registry/registry.hpp"
 
 #include <ophost/services.hpp>
@@ -574,6 +575,7 @@ void ControlFlowKernel::run_loop(const oph_compute_context* ctx) const {
                       " and its condition still true; the limit is SessionOptions::max_loop_iterations (ophost "
                       "--max-loop-iterations)");
     }
+    check_deadline("loop iteration " + std::to_string(i));
     std::vector<Tensor> own = {scalar_tensor(DType::kInt64, i), scalar_tensor(DType::kBool, 1)};
     for (Tensor& t : carried) own.push_back(t);
     std::vector<NamedTensor> out = b.run(std::move(own), captured);
@@ -615,6 +617,7 @@ void ControlFlowKernel::run_scan(const oph_compute_context* ctx) const {
                   int64_t length, std::vector<Tensor>& scan_out) {
     std::vector<std::vector<Tensor>> parts(k_scan);
     for (int64_t t = 0; t < length; ++t) {
+      check_deadline("scan step " + std::to_string(t));
       std::vector<Tensor> own = st;
       for (size_t j = 0; j < m_in; ++j)
         own.push_back(slice_axis(xs[j], axes[j], scan_in_reverse_[j] ? length - 1 - t : t));

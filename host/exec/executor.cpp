@@ -28,6 +28,7 @@ namespace ophost {
 namespace {
 
 struct RunState {
+  const ModelLimits* limits = nullptr;  // the session's (max_tensor_bytes applies to shapes known only now)
   std::vector<Tensor> values;
   std::vector<oph_tensor> out_views;
   const std::vector<ValueMeta>* meta = nullptr;
@@ -79,6 +80,17 @@ oph_status* allocate_output_cb(const oph_compute_context* ctx, size_t index, int
         return make_status(Code::kInvalidArgument, "allocate_output: output " + std::to_string(index) + " asked for " +
                                                        "shape " + shape_to_string(dims) + " but infer() said " +
                                                        shape_to_string(m.shape));
+      }
+    }
+    for (int64_t d : dims)
+      if (d < 0) return make_status(Code::kInvalidArgument, "allocate_output: output " + std::to_string(index) +
+                                                                " asked for shape " + shape_to_string(dims));
+    if (st->limits) {
+      try {
+        check_tensor_size(m.dtype, dims, *st->limits, "output " + std::to_string(index) + " '" +
+                                                          (*st->slots)[static_cast<size_t>(v)].name + "'");
+      } catch (const Error& e) {
+        return make_status(e.code(), std::string("allocate_output: ") + e.what());
       }
     }
     st->values[v] = new_value(*st, v, m.dtype, std::move(dims));
@@ -164,6 +176,7 @@ struct GenericFrame {
   GenericFrame(const Session::Impl& session, const ExecPlan& plan, const std::vector<const Tensor*>& b)
       : s(session), bound(b) {
     st.values.resize(s.values.size());
+    st.limits = &s.model.limits;
     st.meta = &plan.meta;
     st.slots = &s.values;
     st.pool = s.pool.get();
@@ -257,6 +270,7 @@ inline void run_node(const Session::Impl& s, Frame& f, size_t ni, RunHooks* hook
     return;
   }
   hooks->before(ni);
+  const DeadlineScope deadline(hooks->deadline());  // for a body run by this node on an inter-op worker
   const auto t0 = RunHooks::Clock::now();
   oph_status* st = compute_node(pn, ctx);
   const auto t1 = RunHooks::Clock::now();
@@ -509,6 +523,14 @@ bool Session::Impl::lifecycle_checks() const noexcept {
 
 void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) {
   ScratchPoolScope scratch(pool.get());  // kernels' scratch_alloc serves from this session's pool
+  std::optional<DeadlineScope> deadline;  // SessionOptions::run_timeout_ms, unless an enclosing run ends earlier
+  if (run_timeout_ms > 0) {
+    Deadline d;
+    d.start = std::chrono::steady_clock::now();
+    d.at = d.start + std::chrono::milliseconds(run_timeout_ms);
+    d.timeout_ms = run_timeout_ms;
+    if (d.at < current_deadline().at) deadline.emplace(d);
+  }
   // Bind inputs by name: each graph input exactly once, nothing extra. The outermost run on a thread reuses one
   // vector; a run nested in it (an If/Loop/Scan body) has its own.
   thread_local std::vector<const Tensor*> outer_bound;

@@ -72,8 +72,28 @@ void check_finite(const oph_tensor& t, const std::string& what) {
                                           shape_to_string(shape) + ")");
 }
 
+namespace {
+thread_local Deadline t_deadline;
+}  // namespace
+
+const Deadline& current_deadline() noexcept { return t_deadline; }
+DeadlineScope::DeadlineScope(const Deadline& d) noexcept : previous_(t_deadline) { t_deadline = d; }
+DeadlineScope::~DeadlineScope() { t_deadline = previous_; }
+
+void check_deadline(const std::string& what) {
+  const Deadline& d = t_deadline;
+  if (!d.set()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < d.at) return;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - d.start).count();
+  throw Error(Code::kDeadlineExceeded,
+              what + ": not started: the run passed its deadline of " + std::to_string(d.timeout_ms) + " ms (" +
+                  std::to_string(ms) + " ms elapsed; SessionOptions::run_timeout_ms, ophost --run-timeout); a "
+                  "kernel already running is not interrupted");
+}
+
 bool RunHooks::wanted(const Session::Impl& s) noexcept {
-  return s.profiling || s.check_numerics || s.lifecycle_checks();
+  return s.profiling || s.check_numerics || s.lifecycle_checks() || t_deadline.set();
 }
 
 RunHooks::RunHooks(Session::Impl& s, const ExecPlan& plan, bool concurrent)
@@ -82,7 +102,8 @@ RunHooks::RunHooks(Session::Impl& s, const ExecPlan& plan, bool concurrent)
       concurrent_(concurrent),
       profile_(s.profiling),
       lifecycle_(s.lifecycle_checks()),
-      numerics_(s.check_numerics) {
+      numerics_(s.check_numerics),
+      deadline_(t_deadline) {
   if (profile_) events_.reserve(s.nodes.size());
   if (!lifecycle_) return;
   state_.assign(s.values.size(), V::kPending);
@@ -104,8 +125,9 @@ std::unique_lock<std::mutex> RunHooks::lock_if_concurrent() {
 }
 
 void RunHooks::before(size_t ni) {
-  if (!lifecycle_) return;
   const PreparedNode& pn = s_.nodes[ni];
+  if (deadline_.set()) check_deadline(pn.label);
+  if (!lifecycle_) return;
   auto lock = lock_if_concurrent();
   for (int v : pn.inputs) {
     if (v < 0) continue;

@@ -17,6 +17,29 @@ namespace ophost {
 // when a floating-point tensor in host memory holds a NaN or an infinity; other dtypes pass.
 void check_finite(const oph_tensor& t, const std::string& what);
 
+// The wall-clock deadline of the run in progress on this thread: set by Session::Impl::run from
+// SessionOptions::run_timeout_ms (the earlier of its own and an enclosing run's), and around every node the loop
+// runs with hooks, so an If/Loop/Scan body run on an inter-op worker inherits it.
+struct Deadline {
+  std::chrono::steady_clock::time_point at = std::chrono::steady_clock::time_point::max();  // max(): none
+  std::chrono::steady_clock::time_point start{};  // when the run that set it began
+  int64_t timeout_ms = 0;                          // the SessionOptions::run_timeout_ms that set it
+  bool set() const noexcept { return at != std::chrono::steady_clock::time_point::max(); }
+};
+const Deadline& current_deadline() noexcept;
+class DeadlineScope {
+ public:
+  explicit DeadlineScope(const Deadline& d) noexcept;
+  ~DeadlineScope();
+  DeadlineScope(const DeadlineScope&) = delete;
+  DeadlineScope& operator=(const DeadlineScope&) = delete;
+
+ private:
+  Deadline previous_;
+};
+// Throws Error(kDeadlineExceeded) when this thread's deadline has passed; `what` names what was about to start.
+void check_deadline(const std::string& what);
+
 class RunHooks {
  public:
   using Clock = std::chrono::steady_clock;
@@ -34,6 +57,8 @@ class RunHooks {
   // After a successful compute, before the node's inputs are released: numerics of every output in host memory,
   // the profile event, Running -> Finished and the Released transitions of values whose last reader finished.
   void after(size_t ni, const oph_compute_context& ctx, Clock::time_point t0, Clock::time_point t1);
+  // The run's deadline, for the thread that runs a node (see DeadlineScope).
+  const Deadline& deadline() const noexcept { return deadline_; }
 
  private:
   enum class V : uint8_t { kPending, kLive, kReleased };
@@ -43,6 +68,7 @@ class RunHooks {
   const ExecPlan& plan_;
   const bool concurrent_;
   const bool profile_, lifecycle_, numerics_;
+  const Deadline deadline_;
   std::mutex mutex_;  // concurrent runs: guards everything below
   std::vector<Session::Impl::ProfileEvent> events_;
   std::vector<V> state_;

@@ -150,7 +150,8 @@ struct Session::Impl {
   std::shared_ptr<ExecPlan> static_exec;   // plan of the declared shapes (when complete)
   std::shared_ptr<ExecPlan> last_exec;     // plan of the most recent other input shapes
   std::atomic<int64_t> last_run_allocs{0};
-  bool check_numerics = false;  // SessionOptions::check_numerics (checked in Session::run, runtime.cpp)
+  bool check_numerics = false;  // SessionOptions::check_numerics (run_hooks.hpp; graph inputs in runtime.cpp)
+  int64_t run_timeout_ms = 0;   // SessionOptions::run_timeout_ms (run_hooks.hpp)
   std::unique_ptr<InterOpPool> inter_op;  // parallel mode only
 
   // Profiling: one event per node run (appended after each run).

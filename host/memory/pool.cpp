@@ -51,7 +51,8 @@ void* MemoryPool::raw_alloc(size_t bytes, const std::string& what) {
     throw Error(Code::kResourceExhausted,
                 "out of memory on " + raw_.device + ": " + what + " needs " + std::to_string(bytes) +
                     " bytes, " + std::to_string(stats_.total_allocated_bytes) + " already allocated, limit " +
-                    std::to_string(stats_.bytes_limit) + " (--mem-limit)");
+                    std::to_string(stats_.bytes_limit) + " (SessionOptions::mem_limit, ophost --mem-limit; the "
+                    "default is half of physical memory, 0 = none)");
   }
   void* p = raw_.alloc(bytes, 64);
   if (!p) {

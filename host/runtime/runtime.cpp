@@ -12,6 +12,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -96,6 +98,12 @@ Runtime::~Runtime() = default;
 const std::vector<PluginReport>& Runtime::plugins() const noexcept { return impl_->reports; }
 const std::vector<std::string>& Runtime::conflicts() const noexcept { return impl_->conflicts; }
 const std::vector<std::filesystem::path>& Runtime::plugin_roots() const noexcept { return impl_->plugins->roots(); }
+
+size_t default_mem_limit() noexcept {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<size_t>(pages) / 2 * static_cast<size_t>(page);
+}
 
 namespace {
 ModelLimits limits_of(const SessionOptions& options) {

@@ -98,7 +98,7 @@ int cmd_bench(int argc, char** argv) {
   const auto t_loaded = clock::now();
   const double plugins_ms = std::chrono::duration<double, std::milli>(t_plugins - t_start).count();
   const double load_ms = std::chrono::duration<double, std::milli>(t_loaded - t_plugins).count();
-  std::vector<NamedTensor> feeds = prepare_inputs(*session, inputs, random, shapes);
+  std::vector<NamedTensor> feeds = prepare_inputs(*session, inputs, random, shapes, common.max_tensor_bytes);
   std::vector<NamedTensor> outputs;
   std::vector<double> warm_ms;
   warm_ms.reserve(static_cast<size_t>(warmup));

@@ -50,7 +50,7 @@ int cmd_inspect(int argc, char** argv) {
   std::cout << " " << session->copy_count() << " Copy nodes at device boundaries\n";
   if (memory) {
     // Feed shapes: declared ones, overridden by --shape; every dim must be known.
-    std::vector<NamedTensor> feeds = prepare_inputs(*session, {}, true, shapes);
+    std::vector<NamedTensor> feeds = prepare_inputs(*session, {}, true, shapes, common.max_tensor_bytes);
     std::vector<std::vector<int64_t>> in_shapes;
     for (const ValueInfo& in : session->inputs())
       for (const NamedTensor& f : feeds)
@@ -66,7 +66,7 @@ int cmd_inspect(int argc, char** argv) {
     }
   }
   if (kernels) {
-    std::vector<NamedTensor> feeds = prepare_inputs(*session, {}, true, shapes);
+    std::vector<NamedTensor> feeds = prepare_inputs(*session, {}, true, shapes, common.max_tensor_bytes);
     session->run(feeds);
     size_t reference = 0, known = 0;
     std::printf("kernels (after one run):\n  %-32s %-24s %-12s %-6s %s\n", "node", "op", "pack", "device",

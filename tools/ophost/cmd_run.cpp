@@ -66,7 +66,7 @@ int cmd_run(int argc, char** argv) {
   auto session = runtime.load(model, session_opts);
   auto t2 = std::chrono::steady_clock::now();
 
-  std::vector<NamedTensor> feeds = prepare_inputs(*session, inputs, random, shapes);
+  std::vector<NamedTensor> feeds = prepare_inputs(*session, inputs, random, shapes, common.max_tensor_bytes);
 
   auto t3 = std::chrono::steady_clock::now();
   std::vector<NamedTensor> outputs = session->run(feeds);

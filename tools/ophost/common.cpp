@@ -50,7 +50,7 @@ std::vector<int64_t> parse_dims(const std::string& name, const std::string& text
 }  // namespace
 
 std::vector<NamedTensor> prepare_inputs(const Session& session, const std::vector<std::string>& inputs, bool random,
-                                       const std::vector<std::string>& shapes) {
+                                       const std::vector<std::string>& shapes, uint64_t max_tensor_bytes) {
   std::map<std::string, std::vector<int64_t>> shape_of;
   for (const std::string& s : shapes) {
     auto [name, text] = split_kv(s, "shape");
@@ -75,6 +75,16 @@ std::vector<NamedTensor> prepare_inputs(const Session& session, const std::vecto
     } else if (std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) {
       throw Error(Code::kInvalidArgument, "input '" + in.name + "' has unknown dimensions " + shape_to_string(dims) +
                                               "; give them with --shape " + in.name + "=D0,D1,...");
+    }
+    uint64_t bytes = dtype_size(in.dtype);
+    bool overflow = false;
+    for (int64_t d : dims) overflow = overflow || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
+    if (overflow || bytes > max_tensor_bytes) {
+      throw Error(Code::kResourceExhausted,
+                  "--random input '" + in.name + "' of shape " + shape_to_string(dims) + " would be " +
+                      (overflow ? std::string("more bytes than 64 bits count") : std::to_string(bytes) + " bytes") +
+                      ", over the tensor size limit of " + std::to_string(max_tensor_bytes) +
+                      " bytes (--max-tensor-bytes)");
     }
     feeds.push_back({in.name, random_tensor(in.dtype, dims)});
   }
@@ -111,8 +121,12 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "intra-op threads offered to kernels as parallel_for (0 = hardware concurrency)")
       ("mem-pool-size", po::value(&opts.mem_pool_size)->default_value(0),
        "bytes the memory pool reserves at session start; arenas for later input shapes that fit reuse them")
-      ("mem-limit", po::value(&opts.mem_limit)->default_value(0),
-       "bytes the session's memory pool may take (0 = no limit); exceeding it is an out-of-memory error")
+      ("mem-limit", po::value(&opts.mem_limit)->default_value(opts.mem_limit),
+       "bytes the session's memory pool may take (default: half of this machine's physical memory; 0 = no limit); "
+       "exceeding it is an out-of-memory error naming the value and sizes")
+      ("run-timeout", po::value(&opts.run_timeout_ms)->default_value(0),
+       "milliseconds one run may take (0 = no limit); checked before every node and Loop/Scan iteration, so a "
+       "kernel already running finishes first")
       ("device", po::value(&opts.device),
        "device preference list, e.g. cuda,cpu: each node runs on the first device with a kernel for it; Copy "
        "nodes are inserted at device boundaries (default: cpu). A listed device without a usable backend is an "
@@ -170,6 +184,8 @@ RuntimeOptions runtime_options(const CommonOptions& opts) {
 SessionOptions session_options(const CommonOptions& opts) {
   SessionOptions s;
   s.mem_limit = opts.mem_limit;
+  if (opts.run_timeout_ms < 0) throw po::error("--run-timeout must be >= 0");
+  s.run_timeout_ms = opts.run_timeout_ms;
   s.mem_pool_size = opts.mem_pool_size;
   s.profile = !opts.profile.empty();
   for (size_t pos = 0; !opts.device.empty() && pos <= opts.device.size();) {

@@ -20,7 +20,8 @@ struct CommonOptions {
   bool allow_op_override = false;
   bool insecure_plugin_paths = false;
   int threads = 0;
-  size_t mem_limit = 0;
+  size_t mem_limit = SessionOptions{}.mem_limit;  // --mem-limit (default: half of physical memory)
+  int64_t run_timeout_ms = 0;                      // --run-timeout
   size_t mem_pool_size = 0;
   std::string profile;  // --profile FILE.json
   std::string device;  // --device cuda,cpu
@@ -48,8 +49,10 @@ bool parse(int argc, char** argv, const po::options_description& visible, const 
 
 // Graph inputs from --input NAME=FILE.npy, --random (deterministic fill) and --shape NAME=D0,D1 (for --random
 // inputs with unknown dims). Throws Error naming the input on any problem.
+// max_tensor_bytes bounds the --random inputs it creates (--shape); a bigger one is an error naming the option.
 std::vector<NamedTensor> prepare_inputs(const Session& session, const std::vector<std::string>& inputs, bool random,
-                                       const std::vector<std::string>& shapes);
+                                       const std::vector<std::string>& shapes,
+                                       uint64_t max_tensor_bytes = SessionOptions{}.max_tensor_bytes);
 void add_input_options(po::options_description& desc, std::vector<std::string>& inputs, bool& random,
                        std::vector<std::string>& shapes);
 

@@ -88,11 +88,16 @@ struct MemoryPlanReport {
   size_t inplace = 0;          // outputs sharing their input's buffer (MAY_INPLACE)
 };
 
+// Half of the machine's physical memory in bytes (0 when it cannot be read): SessionOptions::mem_limit's default.
+size_t default_mem_limit() noexcept;
+
 struct SessionOptions {
   // Device preference; empty = all available in discovery order with "cpu" last.
   std::vector<std::string> devices;
-  // Pool limit in bytes (0 = none): exceeding it is a clear out-of-memory error naming the node and sizes.
-  size_t mem_limit = 0;
+  // Pool limit in bytes (0 = none): exceeding it is a clear out-of-memory error naming the node and sizes. The
+  // default is half of this machine's physical memory (default_mem_limit()), so a hostile or mistaken model
+  // fails with a message instead of taking the machine.
+  size_t mem_limit = default_mem_limit();
   // Bytes the CPU pool reserves at session start (0 = just the static plan's arena): arenas of later input
   // shapes that fit are served from it without asking the device again.
   size_t mem_pool_size = 0;
@@ -117,6 +122,10 @@ struct SessionOptions {
   // Most iterations one Loop node may run in one run: a Loop that would run more (no trip count and a
   // condition that stays true, or a hostile trip count) fails the run with a message instead of spinning.
   int64_t max_loop_iterations = int64_t{1} << 20;
+  // Wall-clock budget of one run in milliseconds (0 = none): checked before every node and every Loop/Scan
+  // iteration, bodies included; a run past it fails with Code::kDeadlineExceeded naming the node it stopped
+  // before. A kernel already running is not interrupted.
+  int64_t run_timeout_ms = 0;
   // Checks every floating-point graph input before a run and every graph output after it: a NaN or infinity
   // is an error naming the value and the first offending element.
   bool check_numerics = false;
