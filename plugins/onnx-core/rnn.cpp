@@ -105,7 +105,20 @@ void rnn_infer(oph::InferContext& c, Cell cell, bool has_layout) {
   if (layout != 0 && layout != 1) fail(op + ": layout must be 0 or 1");
   const int64_t dirs = num_dirs(c.attr<std::string>("direction"), op);
   int64_t H = c.attrs().has("hidden_size") ? c.attr<int64_t>("hidden_size") : OPH_DIM_UNKNOWN;
-  if (H < 0 && c.input_rank_known(2) && c.input_shape(2).size() == 3) H = c.input_shape(2)[2];
+  if (c.attrs().has("hidden_size") && H < 1) fail(op + ": hidden_size must be >= 1, got " + std::to_string(H));
+  // R is [directions, gates * hidden, hidden]: check it against hidden_size here, before any output is sized
+  // from hidden_size (a hostile hidden_size would otherwise size a huge output that compute then refuses).
+  if (c.input_rank_known(2)) {
+    auto rs = c.input_shape(2);
+    if (rs.size() != 3) fail(op + ": R must have rank 3, got " + shape_str(rs));
+    if (H >= 0 && rs[2] >= 0 && rs[2] != H)
+      fail(op + ": hidden_size " + std::to_string(H) + " disagrees with R's shape " + shape_str(rs) +
+           " (R's last dimension is the hidden size)");
+    if (rs[2] >= 0 && rs[1] >= 0 && rs[1] != gates_of(cell) * rs[2])
+      fail(op + ": R has shape " + shape_str(rs) + "; its second dimension must be " + std::to_string(gates_of(cell)) +
+           " x the hidden size");
+    if (H < 0) H = rs[2];
+  }
   int64_t S = OPH_DIM_UNKNOWN, B = OPH_DIM_UNKNOWN;
   if (c.input_rank_known(0)) {
     auto xs = c.input_shape(0);

@@ -151,5 +151,35 @@ TEST(Budgets, RandomInputsBeyondTheTensorCapAreRefusedByTheCommand) {
   EXPECT_CONTAINS(r.err, "(--max-tensor-bytes)");
 }
 
+TEST(Budgets, RecurrentHiddenSizeIsCheckedAgainstRBeforeAnythingIsSized) {
+  // LSTM with R for hidden size 2 but hidden_size 2^28: refused at load, before a 2^28-wide output is sized.
+  ModelBuilder b;
+  b.input("x", {1, 1, 2}).output("y", {1, 1, 1, 2});
+  auto add_init = [&](const char* name, std::vector<int64_t> dims) {
+    auto* t = b.m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) {
+      t->add_dims(d);
+      n *= d;
+    }
+    for (int64_t i = 0; i < n; ++i) t->add_float_data(0.1f);
+  };
+  add_init("W", {1, 8, 2});
+  add_init("R", {1, 8, 2});
+  auto* n = b.node("LSTM", {"x", "W", "R"}, {"y"}, "lstm");
+  ModelBuilder::attr_int(n, "hidden_size", int64_t{1} << 28);
+  TempDir dir;
+  auto rt = make_runtime();
+  try {
+    rt->load(b.save(dir / "lstm.onnx"));
+    FAIL() << "expected a load error";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "node 'lstm' (LSTM, opset 13)");
+    EXPECT_CONTAINS(e.what(), "hidden_size 268435456 disagrees with R's shape [1,8,2]");
+  }
+}
+
 }  // namespace
 }  // namespace ophost::itest
