@@ -574,12 +574,74 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
 
 }  // namespace
 
+namespace {
+
+// A standard opset newer than any loaded pack knows would run with guessed (the newest known) semantics: refused
+// unless the caller allows it. Custom domains version their own ops: their packs' ranges decide.
+void check_opset_imports(const Model& m, const OpRegistry& registry, bool allow_newer) {
+  for (const auto& [domain, version] : m.opset_imports) {
+    if (domain != "" && domain != "ai.onnx.ml") continue;
+    int64_t newest = 0;
+    std::string pack;
+    for (const OpEntry* e : registry.all()) {
+      if (e->domain != domain || e->since_version <= newest) continue;
+      newest = e->since_version;
+      pack = e->source.plugin_name;
+    }
+    if (newest == 0 || version <= newest) continue;
+    const std::string name = domain.empty() ? "ai.onnx" : domain;
+    const std::string what = m.path.string() + ": imports " + name + " opset " + std::to_string(version) +
+                             ", newer than any loaded pack knows (the newest is " + std::to_string(newest) +
+                             ", from pack '" + pack + "')";
+    if (!allow_newer) {
+      throw Error(Code::kUnimplemented, what + "; export the model with opset " + std::to_string(newest) +
+                                            " or lower, or pass --allow-newer-opset (SessionOptions::"
+                                            "allow_newer_opset) to run it with opset " + std::to_string(newest) +
+                                            " semantics");
+    }
+    spdlog::log(g_quiet_build ? spdlog::level::debug : spdlog::level::warn,
+                "{}; running it with opset {} semantics (--allow-newer-opset): ops changed in later opsets may "
+                "behave differently", what, newest);
+  }
+}
+
+// A graph output's declared element type must be the one inference gives; a declared shape that disagrees is
+// reported (exporters sometimes write stale shapes) but not refused.
+void check_declared_outputs(const Session::Impl& s) {
+  for (size_t o = 0; o < s.output_values.size(); ++o) {
+    const ModelValueInfo& declared = s.model.outputs[o];
+    const ValueMeta& got = s.static_plan.values[static_cast<size_t>(s.output_values[o])];
+    const std::string produced = std::string(dtype_name(got.dtype)) + " " + dims_string(got);
+    const std::string decl = std::string(dtype_name(declared.dtype)) + " " +
+                             (declared.has_shape ? shape_to_string(declared.shape) : std::string("[?]"));
+    const int producer = s.values[static_cast<size_t>(s.output_values[o])].producer;
+    const std::string by = producer >= 0 ? " by " + s.nodes[static_cast<size_t>(producer)].label : std::string();
+    if (declared.dtype != DType::kUndefined && got.dtype != DType::kUndefined && declared.dtype != got.dtype) {
+      throw Error(Code::kInvalidArgument, s.model.path.string() + ": graph output '" + declared.name +
+                                              "' is declared " + decl + " but is produced as " + produced + by +
+                                              "; correct the output's declaration (or export the model again)");
+    }
+    bool shape_disagrees = declared.has_shape && got.rank_known && declared.shape.size() != got.shape.size();
+    for (size_t k = 0; !shape_disagrees && declared.has_shape && got.rank_known && k < got.shape.size(); ++k)
+      shape_disagrees = declared.shape[k] >= 0 && got.shape[k] >= 0 && declared.shape[k] != got.shape[k];
+    if (shape_disagrees) {
+      spdlog::log(g_quiet_build ? spdlog::level::debug : spdlog::level::warn,
+                  "{}: graph output '{}' is declared {} but is produced as {}{}; the produced shape is used",
+                  s.model.path.string(), declared.name, decl, produced, by);
+    }
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> plugins, const OpRegistry& registry,
                                              Model model, const SessionOptions& options,
                                              const UnloadedHint& unloaded_hint) {
   // Devices: the preference list (default cpu); a requested device without a usable backend is an error.
   const std::map<std::string, DeviceTarget> targets = device_targets(plugins.get());
   const std::vector<std::string> devices = placement_order(options.devices, targets);
+
+  check_opset_imports(model, registry, options.allow_newer_opset);
 
   // Graph passes on the IR, before anything is resolved against it.
   PassOptions popts;
@@ -629,6 +691,7 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     const ValueMeta& vm = s->static_plan.values[s->output_values[o]];
     s->output_infos.push_back({m.outputs[o].name, vm.dtype, vm.rank_known ? vm.shape : std::vector<int64_t>{}});
   }
+  check_declared_outputs(*s);
 
   // The pool: on top of the CPU backend's raw allocation when one is loaded, else the system allocator.
   RawAllocator raw = system_allocator();

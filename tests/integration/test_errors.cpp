@@ -61,6 +61,39 @@ class Errors : public ::testing::Test {
 // ---------------------------------------------------------------------------------------------------------------
 // Model files
 
+TEST_F(Errors, StandardOpsetNewerThanThePacksKnowIsRefusedUnlessAllowed) {
+  const fs::path model = unary_model("Relu", "", {{"", 99}}).save(tmp / "opset99.onnx");
+  ProcResult r = run_fails(model, {"--plugin-path", kPluginDir.string()});
+  EXPECT_CONTAINS(r.err, "imports ai.onnx opset 99, newer than any loaded pack knows (the newest is ");
+  EXPECT_CONTAINS(r.err, "from pack 'onnx-core'); export the model with opset ");
+  EXPECT_CONTAINS(r.err, "--allow-newer-opset");
+  EXPECT_CONTAINS(load_error(model), "imports ai.onnx opset 99");
+  // Allowed: it runs, and says with which semantics.
+  ProcResult ok = ophost({"run", model.string(), "--random", "--allow-newer-opset", "--plugin-path",
+                          kPluginDir.string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.describe();
+  EXPECT_CONTAINS(ok.err, "semantics (--allow-newer-opset)");
+}
+
+TEST_F(Errors, DeclaredOutputTypeMustBeTheProducedOne) {
+  ModelBuilder b;
+  b.input("x", {4}).output("y", {9, 9}, TensorProto::INT64);
+  b.node("Relu", {"x"}, {"y"}, "relu");
+  const fs::path model = b.save(tmp / "liar.onnx");
+  const std::string msg = load_error(model);
+  EXPECT_CONTAINS(msg, "graph output 'y' is declared int64 [9,9] but is produced as float32 [4] by ");
+  EXPECT_CONTAINS(msg, "node 'relu' (Relu, opset 13)");
+  EXPECT_CONTAINS(msg, "correct the output's declaration");
+  // The right type with a stale shape only warns: the produced shape is used.
+  ModelBuilder stale;
+  stale.input("x", {4}).output("y", {9, 9});
+  stale.node("Relu", {"x"}, {"y"}, "relu");
+  ProcResult r = ophost({"run", stale.save(tmp / "stale.onnx").string(), "--random", "--plugin-path",
+                         kPluginDir.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.err, "graph output 'y' is declared float32 [9,9] but is produced as float32 [4]");
+}
+
 TEST_F(Errors, ModelFileMissing) {
   fs::path missing = tmp / "no_such_model.onnx";
   ProcResult r = run_fails(missing);

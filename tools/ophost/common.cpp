@@ -124,6 +124,9 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
       ("mem-limit", po::value(&opts.mem_limit)->default_value(opts.mem_limit),
        "bytes the session's memory pool may take (default: half of this machine's physical memory; 0 = no limit); "
        "exceeding it is an out-of-memory error naming the value and sizes")
+      ("allow-newer-opset", po::bool_switch(&opts.allow_newer_opset),
+       "run a model whose ai.onnx / ai.onnx.ml opset is newer than every loaded pack knows, with the newest "
+       "semantics known (a warning says so); without it such a model is refused at load")
       ("run-timeout", po::value(&opts.run_timeout_ms)->default_value(0),
        "milliseconds one run may take (0 = no limit); checked before every node and Loop/Scan iteration, so a "
        "kernel already running finishes first")
@@ -186,6 +189,7 @@ SessionOptions session_options(const CommonOptions& opts) {
   s.mem_limit = opts.mem_limit;
   if (opts.run_timeout_ms < 0) throw po::error("--run-timeout must be >= 0");
   s.run_timeout_ms = opts.run_timeout_ms;
+  s.allow_newer_opset = opts.allow_newer_opset;
   s.mem_pool_size = opts.mem_pool_size;
   s.profile = !opts.profile.empty();
   for (size_t pos = 0; !opts.device.empty() && pos <= opts.device.size();) {

@@ -22,6 +22,7 @@ struct CommonOptions {
   int threads = 0;
   size_t mem_limit = SessionOptions{}.mem_limit;  // --mem-limit (default: half of physical memory)
   int64_t run_timeout_ms = 0;                      // --run-timeout
+  bool allow_newer_opset = false;                  // --allow-newer-opset
   size_t mem_pool_size = 0;
   std::string profile;  // --profile FILE.json
   std::string device;  // --device cuda,cpu

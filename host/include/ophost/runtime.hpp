@@ -126,9 +126,12 @@ struct SessionOptions {
   // iteration, bodies included; a run past it fails with Code::kDeadlineExceeded naming the node it stopped
   // before. A kernel already running is not interrupted.
   int64_t run_timeout_ms = 0;
-  // Checks every floating-point graph input before a run and every graph output after it: a NaN or infinity
-  // is an error naming the value and the first offending element.
+  // Checks every floating-point graph input before a run and every node's floating-point outputs after it
+  // runs: a NaN or infinity is an error naming the node, the value and the first offending element.
   bool check_numerics = false;
+  // A model importing a standard opset (ai.onnx, ai.onnx.ml) newer than every loaded pack knows is refused at
+  // load, naming the newest one they know; true runs it anyway with the newest semantics known, with a warning.
+  bool allow_newer_opset = false;
   // Graph optimisation level, 0 (none) to 3 (all, the default): 1 identity/Dropout elimination, dead-node
   // elimination, constant folding; 2 adds Conv+BatchNormalization folding and Conv+activation fusion; 3 adds
   // Conv+per-channel Mul/Add folding. Each pass logs what it changed at info level.
