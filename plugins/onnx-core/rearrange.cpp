@@ -1,4 +1,4 @@
-// onnx-core: rearrangements that move elements without changing them: DepthToSpace, SpaceToDepth.
+// onnx-core: rearrangements that move elements without changing them: DepthToSpace, SpaceToDepth, ReverseSequence.
 #include "common.hpp"
 
 #include <string>
@@ -103,8 +103,52 @@ void register_depth_space(oph::Pack& pack) {
   add_types(b, "T", kAll);
 }
 
+void reverse_sequence_compute(oph::KernelContext& ctx) {
+  const std::string op = "ReverseSequence";
+  oph::TensorRef x = input(ctx, 0, op);
+  auto seq = read_ints(input(ctx, 1, op).raw(), op, "sequence_lens");
+  auto xs = x.shape();
+  if (xs.size() < 2) fail(op + ": input must have rank >= 2");
+  const int64_t ba = ctx.attr<int64_t>("batch_axis"), ta = ctx.attr<int64_t>("time_axis");
+  if (!((ba == 0 && ta == 1) || (ba == 1 && ta == 0)))
+    fail(op + ": batch_axis and time_axis must be 0 and 1 (in either order), got " + std::to_string(ba) + ", " +
+         std::to_string(ta));
+  const int64_t B = xs[ba], Tn = xs[ta];
+  if (static_cast<int64_t>(seq.size()) != B) fail(op + ": sequence_lens must have batch_size values");
+  oph::TensorRef y = ensure_output(ctx, 0, xs, op);
+  if (!y.present()) return;
+  const size_t es = elem_size(x.dtype()), inner = oph::numel(xs.subspan(2)) * es;
+  const char* xp = static_cast<const char*>(x.data());
+  char* yp = static_cast<char*>(y.data());
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = seq[b];
+    if (len < 0 || len > Tn) fail(op + ": sequence_lens[" + std::to_string(b) + "] = " + std::to_string(len) + " is out of range");
+    for (int64_t t = 0; t < Tn; ++t) {
+      const int64_t src_t = t < len ? len - 1 - t : t;
+      auto off = [&](int64_t tt) { return static_cast<size_t>(ba == 0 ? b * Tn + tt : tt * B + b) * inner; };
+      std::memcpy(yp + off(t), xp + off(src_t), inner);
+    }
+  }
+}
+
+void register_rearrange(oph::Pack& pack) {
+  register_depth_space(pack);
+  auto& rs = pack.op(kDomain, "ReverseSequence")
+                 .versions(10, OPH_OPSET_MAX)
+                 .doc("reverses each batch entry's first sequence_lens[b] time steps")
+                 .input("input", "T")
+                 .input("sequence_lens", "tensor(int64)", OPH_ARITY_SINGLE, OPH_MEMORY_HOST)
+                 .output("Y", "T")
+                 .attr("batch_axis", int64_t{1})
+                 .attr("time_axis", int64_t{0})
+                 .types("tensor(int64)", {i64})
+                 .infer(oph::same_as_input(0))
+                 .compute(&reverse_sequence_compute);
+  add_types(rs, "T", kAll);
+}
+
 }  // namespace
 
-static const Family kFamily("rearrange", &register_depth_space);
+static const Family kFamily("rearrange", &register_rearrange);
 
 }  // namespace onnx_core
