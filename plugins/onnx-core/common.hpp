@@ -5,10 +5,12 @@
 #include <ophost/ophost_plugin.hpp>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -290,6 +292,63 @@ inline void copy_bytes(const oph::KernelContext& ctx, void* dst, const void* src
     size_t lo = b * kChunk, hi = std::min(bytes, e * kChunk);
     std::memcpy(d + lo, s + lo, hi - lo);
   });
+}
+
+// Shape-like inputs (Slice starts/ends/axes/steps, Expand shape, Tile repeats, Pad pads, Split split, TopK K,
+// OneHot depth, Range scalars, ConstantOfShape shape) are delivered in host memory; when they are constants,
+// infer() computes the output shape, otherwise the output is allocated in compute. const_ints: the values of
+// input i when it is a constant at infer time, else nullopt.
+inline std::optional<std::vector<int64_t>> const_ints(const oph::InferContext& c, size_t i, const std::string& op,
+                                                      const char* what) {
+  const oph_tensor* t = c.input_constant(i);
+  if (!t) return std::nullopt;
+  return read_ints(t, op, what);
+}
+
+// Row-major element strides of a compact tensor of `shape`.
+inline std::vector<int64_t> compact_strides(std::span<const int64_t> shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t k = shape.size(); k-- > 1;) st[k - 1] = st[k] * shape[k];
+  return st;
+}
+
+// dst (contiguous, `shape`) [i] = src[base + sum(idx_k * strides_k)], elements of `es` bytes.
+inline void strided_copy(const oph::KernelContext& ctx, void* dst, const void* src, size_t es, std::span<const int64_t> shape,
+                         std::span<const int64_t> strides, int64_t base) {
+  const size_t n = oph::numel(shape);
+  if (n == 0) return;
+  const size_t r = shape.size();
+  std::vector<int64_t> sh(shape.begin(), shape.end()), st(strides.begin(), strides.end());
+  auto run = [&]<class T>(std::type_identity<T>) {
+    const T* S = static_cast<const T*>(src);
+    T* D = static_cast<T*>(dst);
+    ctx.parallel_for(n, kGrain, [&](size_t lo, size_t hi) {
+      std::array<int64_t, OPH_MAX_NDIM> idx{};
+      size_t rem = lo;
+      int64_t off = base;
+      for (size_t k = r; k-- > 0;) {
+        idx[k] = static_cast<int64_t>(rem % static_cast<size_t>(sh[k]));
+        rem /= static_cast<size_t>(sh[k]);
+        off += idx[k] * st[k];
+      }
+      for (size_t i = lo; i < hi; ++i) {
+        D[i] = S[off];
+        for (size_t k = r; k-- > 0;) {
+          off += st[k];
+          if (++idx[k] < sh[k]) break;
+          off -= st[k] * sh[k];
+          idx[k] = 0;
+        }
+      }
+    });
+  };
+  switch (es) {
+    case 1: run(std::type_identity<uint8_t>{}); break;
+    case 2: run(std::type_identity<uint16_t>{}); break;
+    case 4: run(std::type_identity<uint32_t>{}); break;
+    case 8: run(std::type_identity<uint64_t>{}); break;
+    default: fail("unsupported element size " + std::to_string(es), OPH_CODE_UNIMPLEMENTED);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// onnx-core: MatMul (numpy-style batched), Gemm, Softmax.
+// onnx-core: linear algebra: MatMul (numpy-style batched), Gemm, Einsum, Det.
 // float32 MatMul and Gemm run on oneDNN's sgemm (its OpenMP team sized by dnnl_threads(), as for Conv);
 // float64 keeps the plain loops.
 #include "common.hpp"
@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace onnx_core {
 namespace {
@@ -288,102 +289,253 @@ void register_gemm(oph::Pack& pack, int32_t since, int32_t until, bool c_optiona
   add_types(b, "T", kFloat);
 }
 
-// ----- Softmax -----
-// Opset 1-12: the input is coerced to 2-D [prod(shape[:axis]), prod(shape[axis:])] and softmax runs over the
-// second dimension (axis default 1). Opset 13+: softmax over the single dimension `axis` (default -1).
+// ----- Einsum -----
 
-struct SoftmaxGeometry {
-  size_t outer, len, inner;
+struct EinsumPlan {
+  // Labels 0..L-1: letters first (in order of appearance), then ellipsis dims 0..E-1.
+  std::vector<int64_t> label_size;
+  std::vector<std::vector<int>> in_labels;  // per input, per dim
+  std::vector<int> out_labels;
+  std::vector<int64_t> out_shape;
 };
 
-SoftmaxGeometry softmax_geometry(std::span<const int64_t> shape, int64_t axis, bool flatten) {
-  const size_t r = shape.size();
-  size_t outer = 1, len = 1, inner = 1;
-  for (size_t k = 0; k < r; ++k) {
-    size_t d = static_cast<size_t>(shape[k]);
-    if (static_cast<int64_t>(k) < axis) outer *= d;
-    else if (static_cast<int64_t>(k) == axis || flatten) len *= d;
-    else inner *= d;
+EinsumPlan einsum_plan(std::string eq, const std::vector<std::vector<int64_t>>& shapes) {
+  const std::string op = "Einsum";
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  std::string lhs = eq, rhs;
+  const bool explicit_out = eq.find("->") != std::string::npos;
+  if (explicit_out) {
+    lhs = eq.substr(0, eq.find("->"));
+    rhs = eq.substr(eq.find("->") + 2);
   }
-  return {outer, len, inner};
-}
-
-int64_t softmax_axis(int64_t axis, int64_t rank, int32_t since) {
-  // Opset 1-10: axis in [0, rank-1]; 11+: [-rank, rank-1].
-  if (rank == 0) fail("Softmax: input must have rank >= 1");
-  return normalize_axis(axis, rank, since >= 11, "Softmax");
-}
-
-struct SoftmaxKernel {
-  int64_t axis;
-  int32_t since;
-  bool flatten;
-  explicit SoftmaxKernel(const oph::KernelInit& init)
-      : axis(init.attr<int64_t>("axis")), since(init.raw()->op->since_version), flatten(init.raw()->op->since_version < 13) {
-    if (init.input(0).ndim >= 0) softmax_axis(axis, init.input(0).ndim, since);
+  std::vector<std::string> terms;
+  for (size_t p = 0;;) {
+    size_t q = lhs.find(',', p);
+    terms.push_back(lhs.substr(p, q == std::string::npos ? std::string::npos : q - p));
+    if (q == std::string::npos) break;
+    p = q + 1;
   }
-  void compute(oph::KernelContext& ctx) {
-    oph::TensorRef x = input(ctx, 0, "Softmax");
-    oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "Softmax");
-    if (!y.present()) return;
-    int64_t ax = softmax_axis(axis, x.ndim(), since);
-    SoftmaxGeometry g = softmax_geometry(x.shape(), ax, flatten);
-    if (g.outer == 0 || g.len == 0 || g.inner == 0) return;
-    dispatch_float(x.dtype(), "Softmax", [&]<class T>(std::type_identity<T>) {
-      const T* X = static_cast<const T*>(x.data());
-      T* Y = static_cast<T*>(y.data());
-      const size_t len = g.len, inner = g.inner;
-      size_t grain = std::max<size_t>(1, kGrain / (len * inner));
-      ctx.parallel_for(g.outer, grain, [=](size_t lo, size_t hi) {
-        std::vector<T> mx(inner), sum(inner);
-        for (size_t o = lo; o < hi; ++o) {
-          const T* xb = X + o * len * inner;
-          T* yb = Y + o * len * inner;
-          if (inner == 1) {
-            T m = xb[0];
-            for (size_t l = 1; l < len; ++l) m = std::max(m, xb[l]);
-            T s = T(0);
-            for (size_t l = 0; l < len; ++l) {
-              yb[l] = std::exp(xb[l] - m);
-              s += yb[l];
-            }
-            const T inv = T(1) / s;
-            for (size_t l = 0; l < len; ++l) yb[l] *= inv;
-          } else {
-            std::copy(xb, xb + inner, mx.begin());
-            for (size_t l = 1; l < len; ++l)
-              for (size_t j = 0; j < inner; ++j) mx[j] = std::max(mx[j], xb[l * inner + j]);
-            std::fill(sum.begin(), sum.end(), T(0));
-            for (size_t l = 0; l < len; ++l)
-              for (size_t j = 0; j < inner; ++j) {
-                T e = std::exp(xb[l * inner + j] - mx[j]);
-                yb[l * inner + j] = e;
-                sum[j] += e;
-              }
-            for (size_t j = 0; j < inner; ++j) sum[j] = T(1) / sum[j];
-            for (size_t l = 0; l < len; ++l)
-              for (size_t j = 0; j < inner; ++j) yb[l * inner + j] *= sum[j];
-          }
+  if (terms.size() != shapes.size())
+    fail(op + ": the equation has " + std::to_string(terms.size()) + " operands but " + std::to_string(shapes.size()) +
+         " inputs are given");
+  // Parse terms into letters with an ellipsis marker ('.').
+  auto parse = [&](const std::string& t) {
+    std::string r;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i] == '.') {
+        if (t.compare(i, 3, "...") != 0 || r.find('.') != std::string::npos) fail(op + ": malformed ellipsis in '" + t + "'");
+        r += '.';
+        i += 2;
+      } else if (std::isalpha(static_cast<unsigned char>(t[i]))) {
+        r += t[i];
+      } else {
+        fail(op + ": invalid character '" + std::string(1, t[i]) + "' in the equation");
+      }
+    }
+    return r;
+  };
+  std::map<char, int> letter;
+  std::vector<char> letters;
+  std::vector<std::string> pt;
+  size_t E = 0;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    pt.push_back(parse(terms[k]));
+    const bool ell = pt[k].find('.') != std::string::npos;
+    const size_t nl = pt[k].size() - (ell ? 1 : 0);
+    if ((!ell && nl != shapes[k].size()) || (ell && nl > shapes[k].size()))
+      fail(op + ": operand " + std::to_string(k) + " '" + terms[k] + "' does not match its rank " +
+           std::to_string(shapes[k].size()));
+    if (ell) E = std::max(E, shapes[k].size() - nl);
+    for (char ch : pt[k])
+      if (ch != '.' && !letter.count(ch)) {
+        letter[ch] = static_cast<int>(letters.size());
+        letters.push_back(ch);
+      }
+  }
+  EinsumPlan p;
+  const int nletters = static_cast<int>(letters.size());
+  p.label_size.assign(nletters + E, -2);  // -2: not set yet
+  auto set_size = [&](int label, int64_t d, bool broadcastable) {
+    int64_t& s = p.label_size[label];
+    if (s == -2 || (broadcastable && s == 1)) s = d;
+    else if (d != s && !(broadcastable && d == 1))
+      fail(op + ": dimension sizes disagree for a label (" + std::to_string(s) + " vs " + std::to_string(d) + ")");
+  };
+  std::vector<int> count(nletters + E, 0);
+  for (size_t k = 0; k < pt.size(); ++k) {
+    std::vector<int> labels;
+    size_t dim = 0;
+    const size_t e = shapes[k].size() - (pt[k].size() - (pt[k].find('.') != std::string::npos ? 1 : 0));
+    for (char ch : pt[k]) {
+      if (ch == '.') {
+        for (size_t j = 0; j < e; ++j) {
+          int label = nletters + static_cast<int>(E - e + j);
+          labels.push_back(label);
+          set_size(label, shapes[k][dim++], true);
         }
-      });
-    });
+      } else {
+        labels.push_back(letter[ch]);
+        set_size(letter[ch], shapes[k][dim++], false);
+        ++count[letter[ch]];
+      }
+    }
+    p.in_labels.push_back(labels);
   }
-};
+  for (size_t j = 0; j < E; ++j)
+    if (p.label_size[nletters + j] == -2) p.label_size[nletters + j] = 1;
+  if (explicit_out) {
+    std::string r = parse(rhs);
+    for (char ch : r) {
+      if (ch == '.') {
+        for (size_t j = 0; j < E; ++j) p.out_labels.push_back(nletters + static_cast<int>(j));
+      } else {
+        if (!letter.count(ch)) fail(op + ": output label '" + std::string(1, ch) + "' does not appear in the inputs");
+        if (std::count(r.begin(), r.end(), ch) > 1) fail(op + ": output label '" + std::string(1, ch) + "' repeats");
+        p.out_labels.push_back(letter[ch]);
+      }
+    }
+  } else {
+    for (size_t j = 0; j < E; ++j) p.out_labels.push_back(nletters + static_cast<int>(j));
+    std::vector<char> once;
+    for (char ch : letters)
+      if (count[letter[ch]] == 1) once.push_back(ch);
+    std::sort(once.begin(), once.end());
+    for (char ch : once) p.out_labels.push_back(letter[ch]);
+  }
+  for (int l : p.out_labels) p.out_shape.push_back(p.label_size[l]);
+  return p;
+}
 
-void register_softmax(oph::Pack& pack, int32_t since, int32_t until, int64_t default_axis, const char* doc) {
-  oph::OpBuilder& b = pack.op(kDomain, "Softmax")
-                          .versions(since, until)
-                          .doc(doc)
-                          .attr("axis", default_axis)
-                          .input("input", "T")
-                          .output("output", "T")
-                          .infer([since](oph::InferContext& c) {
-                            if (c.input_rank_known(0))
-                              softmax_axis(c.attr<int64_t>("axis"), static_cast<int64_t>(c.input_shape(0).size()), since);
-                            oph::same_as_input(0)(c);
-                          })
-                          .kernel<SoftmaxKernel>();
-  add_types(b, "T", kFloat);
+void einsum_infer(oph::InferContext& c) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    if (!c.input_rank_known(i)) return c.set_output_unknown_rank(0, c.input_dtype(0));
+    auto s = c.input_shape(i);
+    shapes.emplace_back(s.begin(), s.end());
+  }
+  for (auto& s : shapes)
+    if (!all_known(s)) {
+      // Rank is still determined: plan with placeholder sizes and mark every dim unknown.
+      std::vector<std::vector<int64_t>> ph = shapes;
+      for (auto& q : ph) std::replace(q.begin(), q.end(), int64_t{-1}, int64_t{1});
+      auto p = einsum_plan(c.attr<std::string>("equation"), ph);
+      std::vector<int64_t> out(p.out_shape.size(), OPH_DIM_UNKNOWN);
+      return c.set_output(0, c.input_dtype(0), out);
+    }
+  c.set_output(0, c.input_dtype(0), einsum_plan(c.attr<std::string>("equation"), shapes).out_shape);
+}
+
+void einsum_compute(oph::KernelContext& ctx) {
+  const std::string op = "Einsum";
+  std::vector<oph::TensorRef> in;
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    in.push_back(input(ctx, i, op));
+    shapes.emplace_back(in.back().shape().begin(), in.back().shape().end());
+    if (!(in.back().dtype() == in[0].dtype())) fail(op + ": all inputs must have the same dtype");
+  }
+  EinsumPlan p = einsum_plan(ctx.attr<std::string>("equation"), shapes);
+  oph::TensorRef y = ensure_output(ctx, 0, p.out_shape, op);
+  if (!y.present()) return;
+  const size_t L = p.label_size.size();
+  // Per input, per label: element stride (0 for broadcast dims); repeated labels add up (diagonals).
+  std::vector<std::vector<int64_t>> stride(in.size(), std::vector<int64_t>(L, 0));
+  for (size_t k = 0; k < in.size(); ++k) {
+    int64_t s = 1;
+    for (size_t d = shapes[k].size(); d-- > 0;) {
+      if (shapes[k][d] != 1 || p.label_size[p.in_labels[k][d]] == 1) stride[k][p.in_labels[k][d]] += s;
+      s *= shapes[k][d];
+    }
+  }
+  std::vector<int> order = p.out_labels, red;
+  for (size_t l = 0; l < L; ++l)
+    if (std::find(order.begin(), order.end(), static_cast<int>(l)) == order.end()) red.push_back(static_cast<int>(l));
+  const size_t nout = oph::numel(p.out_shape);
+  size_t nred = 1;
+  for (int l : red) nred *= static_cast<size_t>(p.label_size[l]);
+  dispatch_numeric_all(in[0].dtype(), op, [&]<class T>(std::type_identity<T>) {
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    T* yp = static_cast<T*>(y.data());
+    std::vector<const T*> ptr;
+    for (auto& t : in) ptr.push_back(static_cast<const T*>(t.data()));
+    ctx.parallel_for(nout, 64, [&](size_t lo, size_t hi) {
+      std::vector<int64_t> base(in.size());
+      for (size_t o = lo; o < hi; ++o) {
+        std::fill(base.begin(), base.end(), 0);
+        size_t r = o;
+        for (size_t d = order.size(); d-- > 0;) {
+          const int64_t idx = static_cast<int64_t>(r % p.label_size[order[d]]);
+          r /= p.label_size[order[d]];
+          for (size_t k = 0; k < in.size(); ++k) base[k] += idx * stride[k][order[d]];
+        }
+        Acc acc = 0;
+        for (size_t q = 0; q < nred; ++q) {
+          size_t rr = q;
+          Acc prod = 1;
+          for (size_t k = 0; k < in.size(); ++k) {
+            int64_t off = base[k];
+            size_t r2 = rr;
+            for (size_t d = red.size(); d-- > 0;) {
+              off += static_cast<int64_t>(r2 % p.label_size[red[d]]) * stride[k][red[d]];
+              r2 /= p.label_size[red[d]];
+            }
+            prod *= static_cast<Acc>(ptr[k][off]);
+          }
+          acc += prod;
+        }
+        yp[o] = static_cast<T>(acc);
+      }
+    });
+  });
+}
+
+// ----- Det -----
+
+void det_infer(oph::InferContext& c) {
+  if (!c.input_rank_known(0)) return c.set_output_unknown_rank(0, c.input_dtype(0));
+  auto xs = c.input_shape(0);
+  if (xs.size() < 2) fail("Det: input must have rank >= 2");
+  if (xs[xs.size() - 1] >= 0 && xs[xs.size() - 2] >= 0 && xs[xs.size() - 1] != xs[xs.size() - 2])
+    fail("Det: the last two dims must be equal, got " + shape_str(xs));
+  c.set_output(0, c.input_dtype(0), xs.first(xs.size() - 2));
+}
+
+void det_compute(oph::KernelContext& ctx) {
+  const std::string op = "Det";
+  oph::TensorRef x = input(ctx, 0, op);
+  auto xs = x.shape();
+  if (xs.size() < 2 || xs[xs.size() - 1] != xs[xs.size() - 2]) fail(op + ": input must be [..., M, M], got " + shape_str(xs));
+  oph::TensorRef y = ensure_output(ctx, 0, xs.first(xs.size() - 2), op);
+  if (!y.present()) return;
+  const size_t M = xs.back(), nb = oph::numel(xs.first(xs.size() - 2));
+  dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+    const T* xp = static_cast<const T*>(x.data());
+    T* yp = static_cast<T*>(y.data());
+    std::vector<double> a(M * M);
+    for (size_t b = 0; b < nb; ++b) {
+      for (size_t i = 0; i < M * M; ++i) a[i] = xp[b * M * M + i];
+      double det = 1;
+      for (size_t c = 0; c < M; ++c) {  // LU with partial pivoting
+        size_t piv = c;
+        for (size_t r = c + 1; r < M; ++r)
+          if (std::abs(a[r * M + c]) > std::abs(a[piv * M + c])) piv = r;
+        if (a[piv * M + c] == 0) {
+          det = 0;
+          break;
+        }
+        if (piv != c) {
+          for (size_t k = 0; k < M; ++k) std::swap(a[c * M + k], a[piv * M + k]);
+          det = -det;
+        }
+        det *= a[c * M + c];
+        for (size_t r = c + 1; r < M; ++r) {
+          const double f = a[r * M + c] / a[c * M + c];
+          for (size_t k = c; k < M; ++k) a[r * M + k] -= f * a[c * M + k];
+        }
+      }
+      yp[b] = static_cast<T>(det);
+    }
+  });
 }
 
 }  // namespace
@@ -403,10 +555,24 @@ void register_linalg(oph::Pack& pack) {
   // Gemm 7-10: C required; 11+: C optional. (1 and 6 have the legacy broadcast attribute: not claimed.)
   register_gemm(pack, 7, 10, false);
   register_gemm(pack, 11, OPH_OPSET_MAX, true);
-  // Softmax 1-10 and 11-12 differ only in negative axis support; 13+ changed the axis semantics.
-  register_softmax(pack, 1, 10, 1, "softmax over the input coerced to 2-D at axis (default 1)");
-  register_softmax(pack, 11, 12, 1, "softmax over the input coerced to 2-D at axis (default 1)");
-  register_softmax(pack, 13, OPH_OPSET_MAX, -1, "softmax along axis (default -1)");
+  auto& e = pack.op(kDomain, "Einsum")
+                .versions(12, OPH_OPSET_MAX)
+                .doc("Einstein summation (general index loops)")
+                .input("Inputs", "T", OPH_ARITY_VARIADIC, OPH_MEMORY_DEVICE, 1)
+                .output("Output", "T")
+                .required_attr("equation", OPH_ATTR_STRING)
+                .infer(&einsum_infer)
+                .compute(&einsum_compute);
+  add_types(e, "T", kNumericAll);
+
+  auto& d = pack.op(kDomain, "Det")
+                .versions(11, OPH_OPSET_MAX)
+                .doc("determinant of square matrices (LU with partial pivoting, double precision)")
+                .input("X", "T")
+                .output("Y", "T")
+                .infer(&det_infer)
+                .compute(&det_compute);
+  add_types(d, "T", kFloat);
 }
 
 static const Family kFamily("linalg", &register_linalg);

@@ -1,7 +1,8 @@
 // onnx-core: normalization: BatchNormalization (inference; opsets 7, 9, 14, 15), InstanceNormalization,
-// LayerNormalization (17).
+// LayerNormalization (17), LRN (1, 13), MeanVarianceNormalization (9, 13).
 #include "common.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace onnx_core {
@@ -223,6 +224,108 @@ void bn_infer(oph::InferContext& c) {
   for (size_t i = 1; i < c.num_outputs(); ++i) c.set_output(i, c.input_dtype(0), {xs[1]});
 }
 
+void lrn_compute(oph::KernelContext& ctx) {
+  const std::string op = "LRN";
+  oph::TensorRef x = input(ctx, 0, op);
+  auto xs = x.shape();
+  if (xs.size() < 3) fail(op + ": X must have rank >= 3 (N, C, spatial...)");
+  oph::TensorRef y = ensure_output(ctx, 0, xs, op);
+  if (!y.present()) return;
+  const double alpha = ctx.attr<float>("alpha"), beta = ctx.attr<float>("beta"), bias = ctx.attr<float>("bias");
+  const int64_t size = ctx.attr<int64_t>("size");
+  if (size < 1) fail(op + ": size must be >= 1");
+  const int64_t N = xs[0], C = xs[1];
+  const size_t inner = oph::numel(xs.subspan(2));
+  const int64_t lo_off = (size - 1) / 2, hi_off = size - 1 - lo_off;  // floor and ceil of (size-1)/2
+  dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+    const T* xp = static_cast<const T*>(x.data());
+    T* yp = static_cast<T*>(y.data());
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (size_t i = 0; i < inner; ++i) {
+          double sq = 0;
+          for (int64_t k = std::max<int64_t>(0, c - lo_off); k <= std::min<int64_t>(C - 1, c + hi_off); ++k) {
+            const double v = xp[(n * C + k) * inner + i];
+            sq += v * v;
+          }
+          const size_t at = (n * C + c) * inner + i;
+          yp[at] = static_cast<T>(xp[at] / std::pow(bias + alpha / static_cast<double>(size) * sq, beta));
+        }
+  });
+}
+
+void mvn_compute(oph::KernelContext& ctx) {
+  const std::string op = "MeanVarianceNormalization";
+  oph::TensorRef x = input(ctx, 0, op);
+  auto xs = x.shape();
+  oph::TensorRef y = ensure_output(ctx, 0, xs, op);
+  if (!y.present()) return;
+  std::vector<bool> reduce(xs.size(), false);
+  for (int64_t a : ctx.attr<std::vector<int64_t>>("axes")) reduce[normalize_axis(a, xs.size(), true, op, "axes")] = true;
+  // Group elements by their kept coordinates.
+  const size_t n = x.size();
+  std::vector<size_t> group(n);
+  size_t ngroups = 1;
+  {
+    std::vector<int64_t> kept_stride(xs.size(), 0);
+    for (size_t d = xs.size(); d-- > 0;)
+      if (!reduce[d]) {
+        kept_stride[d] = static_cast<int64_t>(ngroups);
+        ngroups *= xs[d];
+      }
+    for (size_t i = 0; i < n; ++i) {
+      size_t r = i, g = 0;
+      for (size_t d = xs.size(); d-- > 0;) {
+        g += (r % xs[d]) * kept_stride[d];
+        r /= xs[d];
+      }
+      group[i] = g;
+    }
+  }
+  dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+    const T* xp = static_cast<const T*>(x.data());
+    T* yp = static_cast<T*>(y.data());
+    std::vector<double> sum(ngroups, 0), sq(ngroups, 0), cnt(ngroups, 0);
+    for (size_t i = 0; i < n; ++i) {
+      sum[group[i]] += xp[i];
+      sq[group[i]] += static_cast<double>(xp[i]) * xp[i];
+      cnt[group[i]] += 1;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const size_t g = group[i];
+      const double mean = sum[g] / cnt[g], var = std::max(0.0, sq[g] / cnt[g] - mean * mean);
+      yp[i] = static_cast<T>((xp[i] - mean) / (std::sqrt(var) + 1e-9));
+    }
+  });
+}
+
+void register_lrn_mvn(oph::Pack& pack) {
+  for (int since : {1, 13}) {
+    auto& l = pack.op(kDomain, "LRN")
+                  .versions(since, since == 1 ? 12 : OPH_OPSET_MAX)
+                  .doc("local response normalization across channels")
+                  .input("X", "T")
+                  .output("Y", "T")
+                  .attr("alpha", 1e-4f)
+                  .attr("beta", 0.75f)
+                  .attr("bias", 1.0f)
+                  .required_attr("size", OPH_ATTR_INT)
+                  .infer(oph::same_as_input(0))
+                  .compute(&lrn_compute);
+    add_types(l, "T", kFloat);
+
+    auto& m = pack.op(kDomain, "MeanVarianceNormalization")
+                  .versions(since == 1 ? 9 : 13, since == 1 ? 12 : OPH_OPSET_MAX)
+                  .doc("(X - mean) / (std + 1e-9) over the given axes")
+                  .input("X", "T")
+                  .output("Y", "T")
+                  .attr("axes", {0, 2, 3})
+                  .infer(oph::same_as_input(0))
+                  .compute(&mvn_compute);
+    add_types(m, "T", kFloat);
+  }
+}
+
 void register_norm(oph::Pack& pack) {
   // BatchNormalization: 7-8 (spatial), 9-13, 14 (training_mode; U for mean/var), 15+ (T1 scale/B, T2 mean/var).
   struct V { int since, until; bool spatial, training; const char* tscale; const char* tstat; int outs; };
@@ -282,6 +385,7 @@ void register_norm(oph::Pack& pack) {
                  .kernel<LayerNormKernel>();
   add_types(ln, "T", kFloat);
   add_types(ln, "U", {f32});
+  register_lrn_mvn(pack);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// onnx-core: reductions ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare and ArgMax/ArgMin.
+// onnx-core: reductions ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax/ArgMin and CumSum.
 // Axes come from the `axes` attribute (ReduceSum < 13, the others < 18) or from the optional `axes` input in
 // host memory (ReduceSum 13+, the others 18+, with noop_with_empty_axes).
 #include "common.hpp"
@@ -305,6 +305,56 @@ void register_arg(oph::Pack& pack, const char* name, int32_t since, int32_t unti
   add_types(b, "T", {f32, f64, i8, i16, i32, i64, u8, u16, u32, u64});
 }
 
+void cumsum_compute(const oph::KernelContext& ctx) {
+  const std::string op = "CumSum";
+  oph::TensorRef x = input(ctx, 0, op);
+  std::vector<int64_t> av = read_ints(ctx.input(1).raw(), op, "axis");
+  if (av.size() != 1) fail(op + ": axis must be a scalar");
+  const int64_t axis = normalize_axis(av[0], x.ndim(), true, op);
+  const bool exclusive = ctx.attr<int64_t>("exclusive") != 0, reverse = ctx.attr<int64_t>("reverse") != 0;
+  oph::TensorRef y = ensure_output(ctx, 0, x.shape(), op);
+  if (!y.present()) return;
+  size_t outer = 1, inner = 1;
+  const size_t len = static_cast<size_t>(x.shape()[axis]);
+  for (int64_t k = 0; k < axis; ++k) outer *= static_cast<size_t>(x.shape()[k]);
+  for (int64_t k = axis + 1; k < x.ndim(); ++k) inner *= static_cast<size_t>(x.shape()[k]);
+  dispatch_numeric_all(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+    const T* X = static_cast<const T*>(x.data());
+    T* Y = static_cast<T*>(y.data());
+    for (size_t o = 0; o < outer; ++o)
+      for (size_t j = 0; j < inner; ++j) {
+        T acc = T(0);
+        for (size_t s = 0; s < len; ++s) {
+          size_t l = reverse ? len - 1 - s : s;
+          size_t at = (o * len + l) * inner + j;
+          T v = X[at];
+          if (exclusive) {
+            Y[at] = acc;
+            acc = static_cast<T>(acc + v);
+          } else {
+            acc = static_cast<T>(acc + v);
+            Y[at] = acc;
+          }
+        }
+      }
+  });
+}
+
+void register_cumsum(oph::Pack& pack) {
+  oph::OpBuilder& b = pack.op(kDomain, "CumSum")
+                          .versions(11, OPH_OPSET_MAX)
+                          .doc("cumulative sum along axis (exclusive, reverse)")
+                          .attr("exclusive", int64_t{0})
+                          .attr("reverse", int64_t{0})
+                          .input("x", "T")
+                          .input("axis", "T2", OPH_ARITY_SINGLE, OPH_MEMORY_HOST)
+                          .output("y", "T")
+                          .types("T2", {i32, i64})
+                          .infer(oph::same_as_input(0))
+                          .compute(cumsum_compute);
+  add_types(b, "T", {f32, f64, i32, i64, u32, u64});
+}
+
 }  // namespace
 
 void register_reductions(oph::Pack& pack) {
@@ -342,6 +392,7 @@ void register_reductions(oph::Pack& pack) {
   register_arg<false>(pack, "ArgMin", 1, 10);
   register_arg<false>(pack, "ArgMin", 11, 11);
   register_arg<false>(pack, "ArgMin", 12, OPH_OPSET_MAX);
+  register_cumsum(pack);
 }
 
 static const Family kFamily("reduce", &register_reductions);

@@ -1,9 +1,11 @@
-// onnx-core: Resize (opsets 10, 11-12, 13-17, 18, 19+): modes nearest, linear (N-linear) and cubic (11+, Keys
+// onnx-core: Resize (opsets 10, 11-12, 13-17, 18, 19+) and Upsample (7, 9; deprecated in 10, nearest and linear).
+// Resize: modes nearest, linear (N-linear) and cubic (11+, Keys
 // kernel with cubic_coeff_a and exclude_outside), any rank, every
 // coordinate_transformation_mode and nearest_mode; axes and keep_aspect_ratio_policy (18+). Coordinates are
 // computed in float, as ONNX Runtime does, so that nearest-neighbour picks agree at the rounding edges.
 #include "common.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace onnx_core {
@@ -509,12 +511,120 @@ void add_resize(oph::Pack& pack, int since, int until) {
   }
 }
 
+std::vector<int64_t> upsample_shape(std::span<const int64_t> xs, const std::vector<float>& scales, const std::string& op) {
+  if (scales.size() != xs.size())
+    fail(op + ": scales has " + std::to_string(scales.size()) + " values for an input of rank " + std::to_string(xs.size()));
+  std::vector<int64_t> out(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (scales[i] < 1) fail(op + ": scales must be >= 1");
+    out[i] = xs[i] < 0 ? OPH_DIM_UNKNOWN : static_cast<int64_t>(std::floor(static_cast<double>(xs[i]) * scales[i]));
+  }
+  return out;
+}
+
+std::vector<float> read_scales(const oph::TensorRef& t, const std::string& op) {
+  if (!(t.dtype() == f32)) fail(op + ": scales must be float32");
+  const float* p = static_cast<const float*>(t.data());
+  return std::vector<float>(p, p + t.size());
+}
+
+void upsample_compute(oph::KernelContext& ctx, bool scales_input) {
+  const std::string op = "Upsample";
+  oph::TensorRef x = input(ctx, 0, op);
+  auto xs = x.shape();
+  std::vector<float> scales = scales_input ? read_scales(input(ctx, 1, op), op) : ctx.attr<std::vector<float>>("scales");
+  auto os = upsample_shape(xs, scales, op);
+  oph::TensorRef y = ensure_output(ctx, 0, os, op);
+  if (!y.present()) return;
+  const std::string mode = ctx.attr<std::string>("mode");
+  const size_t r = xs.size(), n = oph::numel(os);
+  if (mode == "nearest") {
+    const size_t es = elem_size(x.dtype());
+    const char* xp = static_cast<const char*>(x.data());
+    char* yp = static_cast<char*>(y.data());
+    for (size_t o = 0; o < n; ++o) {
+      size_t rem = o, src = 0, mul = 1;
+      for (size_t d = r; d-- > 0;) {
+        const int64_t oi = static_cast<int64_t>(rem % os[d]);
+        rem /= os[d];
+        const int64_t ii = std::min<int64_t>(xs[d] - 1, static_cast<int64_t>(std::floor(oi / scales[d])));
+        src += ii * mul;
+        mul *= xs[d];
+      }
+      std::memcpy(yp + o * es, xp + src * es, es);
+    }
+  } else if (mode == "linear") {
+    dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+      const T* xp = static_cast<const T*>(x.data());
+      T* yp = static_cast<T*>(y.data());
+      std::vector<int64_t> i0(r), i1(r);
+      std::vector<double> w(r);
+      for (size_t o = 0; o < n; ++o) {
+        size_t rem = o;
+        for (size_t d = r; d-- > 0;) {
+          const int64_t oi = static_cast<int64_t>(rem % os[d]);
+          rem /= os[d];
+          const double in = std::min<double>(static_cast<double>(oi) / scales[d], static_cast<double>(xs[d] - 1));
+          i0[d] = static_cast<int64_t>(std::floor(in));
+          i1[d] = std::min<int64_t>(i0[d] + 1, xs[d] - 1);
+          w[d] = in - static_cast<double>(i0[d]);
+        }
+        double acc = 0;
+        for (size_t corner = 0; corner < (size_t{1} << r); ++corner) {
+          double wt = 1;
+          size_t src = 0;
+          for (size_t d = 0; d < r; ++d) {
+            const bool hi = (corner >> d) & 1;
+            wt *= hi ? w[d] : 1 - w[d];
+            src = src * xs[d] + (hi ? i1[d] : i0[d]);
+          }
+          if (wt != 0) acc += wt * xp[src];
+        }
+        yp[o] = static_cast<T>(acc);
+      }
+    });
+  } else {
+    fail(op + ": mode '" + mode + "' is not supported (nearest and linear are)");
+  }
+}
+
+void register_upsample(oph::Pack& pack) {
+  for (int since : {7, 9}) {
+    const bool scales_input = since == 9;
+    auto& up = pack.op(kDomain, "Upsample")
+                   .versions(since, since == 7 ? 8 : 9)
+                   .doc("nearest or (multi)linear upsampling by scales (deprecated in opset 10)")
+                   .input("X", "T")
+                   .output("Y", "T")
+                   .attr("mode", std::string("nearest"));
+    if (scales_input) up.input("scales", "tensor(float)", OPH_ARITY_SINGLE, OPH_MEMORY_HOST).types("tensor(float)", {f32});
+    else up.required_attr("scales", OPH_ATTR_FLOATS);
+    add_types(up, "T", kAll);
+    up.infer([scales_input](oph::InferContext& c) {
+        if (!c.input_rank_known(0)) return c.set_output_unknown_rank(0, c.input_dtype(0));
+        auto xs = c.input_shape(0);
+        std::vector<float> scales;
+        if (scales_input) {
+          const oph_tensor* s = c.input_constant(1);
+          if (!s) return c.set_output(0, c.input_dtype(0), std::vector<int64_t>(xs.size(), OPH_DIM_UNKNOWN));
+          const float* p = reinterpret_cast<const float*>(static_cast<const char*>(s->data) + s->byte_offset);
+          scales.assign(p, p + oph::numel({s->shape, static_cast<size_t>(s->ndim)}));
+        } else {
+          scales = c.attr<std::vector<float>>("scales");
+        }
+        c.set_output(0, c.input_dtype(0), upsample_shape(xs, scales, "Upsample"));
+      })
+        .compute([scales_input](oph::KernelContext& ctx) { upsample_compute(ctx, scales_input); });
+  }
+}
+
 void register_resize(oph::Pack& pack) {
   add_resize<10>(pack, 10, 10);
   add_resize<11>(pack, 11, 12);
   add_resize<13>(pack, 13, 17);
   add_resize<18>(pack, 18, 18);
   add_resize<19>(pack, 19, OPH_OPSET_MAX);
+  register_upsample(pack);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// onnx-core: data-movement ops: Reshape, Transpose, Concat, Flatten, Unsqueeze, Squeeze (all dtypes, byte copies).
+// onnx-core: shape ops: Reshape, Transpose, Concat, Flatten, Unsqueeze, Squeeze (all dtypes, byte copies), Shape, Size.
 #include "common.hpp"
 
 #include <algorithm>
@@ -479,6 +479,66 @@ void register_squeeze(oph::Pack& pack, int32_t since, int32_t until, AxesFrom fr
       .may_inplace(0, 0);
 }
 
+std::pair<int64_t, int64_t> shape_range(int64_t rank, const oph::Attrs& a, bool has_range) {
+  int64_t start = 0, end = rank;
+  if (has_range) {
+    start = a.get<int64_t>("start");
+    if (a.has("end")) end = a.get<int64_t>("end");
+  }
+  auto clampi = [rank](int64_t v) {
+    if (v < 0) v += rank;
+    return std::clamp<int64_t>(v, 0, rank);
+  };
+  start = clampi(start);
+  end = clampi(end);
+  return {start, std::max(start, end)};
+}
+
+void register_shape_size(oph::Pack& pack) {
+  for (auto vr : {std::pair{1, 14}, std::pair{15, OPH_OPSET_MAX}}) {
+    const int32_t since = vr.first, until = vr.second;
+    const bool has_range = since >= 15;
+    oph::OpBuilder& b = pack.op(kDomain, "Shape")
+                            .versions(since, until)
+                            .doc("the shape of the input as a 1-D int64 tensor (dims [start, end) from opset 15)")
+                            .input("data", "T")
+                            .output("shape", "T1")
+                            .types("T1", {i64})
+                            .infer([has_range](oph::InferContext& c) {
+                              if (!c.input_rank_known(0)) {
+                                c.set_output(0, i64, {OPH_DIM_UNKNOWN});
+                                return;
+                              }
+                              auto [s, e] = shape_range(static_cast<int64_t>(c.input_shape(0).size()), c.attrs(), has_range);
+                              c.set_output(0, i64, {e - s});
+                            })
+                            .compute([has_range](oph::KernelContext& ctx) {
+                              oph::TensorRef x = ctx.input(0);
+                              auto [s, e] = shape_range(x.ndim(), ctx.attrs(), has_range);
+                              int64_t n = e - s;
+                              oph::TensorRef y = ensure_output(ctx, 0, std::span<const int64_t>(&n, 1), "Shape");
+                              if (!y.present()) return;
+                              int64_t* Y = static_cast<int64_t*>(y.data());
+                              for (int64_t k = s; k < e; ++k) Y[k - s] = x.shape()[k];
+                            });
+    if (has_range) b.attr("start", int64_t{0}).optional_attr("end", OPH_ATTR_INT);
+    add_types(b, "T", kAll);
+  }
+  oph::OpBuilder& b = pack.op(kDomain, "Size")
+                          .versions(1, OPH_OPSET_MAX)
+                          .doc("the number of elements of the input as an int64 scalar")
+                          .input("data", "T")
+                          .output("size", "T1")
+                          .types("T1", {i64})
+                          .infer([](oph::InferContext& c) { c.set_output(0, i64, std::span<const int64_t>()); })
+                          .compute([](oph::KernelContext& ctx) {
+                            oph::TensorRef x = ctx.input(0);
+                            oph::TensorRef y = ensure_output(ctx, 0, std::span<const int64_t>(), "Size");
+                            if (y.present()) *static_cast<int64_t*>(y.data()) = static_cast<int64_t>(x.size());
+                          });
+  add_types(b, "T", kAll);
+}
+
 }  // namespace
 
 void register_shape(oph::Pack& pack) {
@@ -510,6 +570,7 @@ void register_shape(oph::Pack& pack) {
   register_squeeze(pack, 1, 10, AxesFrom::kAttr, false);
   register_squeeze(pack, 11, 12, AxesFrom::kAttr, true);
   register_squeeze(pack, 13, OPH_OPSET_MAX, AxesFrom::kInput, true);
+  register_shape_size(pack);
 }
 
 static const Family kFamily("shape", &register_shape);

@@ -1,4 +1,5 @@
-// onnx-core: softmax-like ops: LogSoftmax, Hardmax, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss.
+// onnx-core: Softmax, LogSoftmax, Hardmax and the losses built on them: NegativeLogLikelihoodLoss,
+// SoftmaxCrossEntropyLoss.
 // LogSoftmax and Hardmax: opset 1-12: the input is coerced to 2-D at `axis` (default 1) and log-softmax runs over
 // the second dimension; opset 13+: over the single dimension `axis` (default -1).
 #include "common.hpp"
@@ -9,6 +10,104 @@
 
 namespace onnx_core {
 namespace {
+
+// ----- Softmax -----
+// Opset 1-12: the input is coerced to 2-D [prod(shape[:axis]), prod(shape[axis:])] and softmax runs over the
+// second dimension (axis default 1). Opset 13+: softmax over the single dimension `axis` (default -1).
+
+struct SoftmaxGeometry {
+  size_t outer, len, inner;
+};
+
+SoftmaxGeometry softmax_geometry(std::span<const int64_t> shape, int64_t axis, bool flatten) {
+  const size_t r = shape.size();
+  size_t outer = 1, len = 1, inner = 1;
+  for (size_t k = 0; k < r; ++k) {
+    size_t d = static_cast<size_t>(shape[k]);
+    if (static_cast<int64_t>(k) < axis) outer *= d;
+    else if (static_cast<int64_t>(k) == axis || flatten) len *= d;
+    else inner *= d;
+  }
+  return {outer, len, inner};
+}
+
+int64_t softmax_axis(int64_t axis, int64_t rank, int32_t since) {
+  // Opset 1-10: axis in [0, rank-1]; 11+: [-rank, rank-1].
+  if (rank == 0) fail("Softmax: input must have rank >= 1");
+  return normalize_axis(axis, rank, since >= 11, "Softmax");
+}
+
+struct SoftmaxKernel {
+  int64_t axis;
+  int32_t since;
+  bool flatten;
+  explicit SoftmaxKernel(const oph::KernelInit& init)
+      : axis(init.attr<int64_t>("axis")), since(init.raw()->op->since_version), flatten(init.raw()->op->since_version < 13) {
+    if (init.input(0).ndim >= 0) softmax_axis(axis, init.input(0).ndim, since);
+  }
+  void compute(oph::KernelContext& ctx) {
+    oph::TensorRef x = input(ctx, 0, "Softmax");
+    oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "Softmax");
+    if (!y.present()) return;
+    int64_t ax = softmax_axis(axis, x.ndim(), since);
+    SoftmaxGeometry g = softmax_geometry(x.shape(), ax, flatten);
+    if (g.outer == 0 || g.len == 0 || g.inner == 0) return;
+    dispatch_float(x.dtype(), "Softmax", [&]<class T>(std::type_identity<T>) {
+      const T* X = static_cast<const T*>(x.data());
+      T* Y = static_cast<T*>(y.data());
+      const size_t len = g.len, inner = g.inner;
+      size_t grain = std::max<size_t>(1, kGrain / (len * inner));
+      ctx.parallel_for(g.outer, grain, [=](size_t lo, size_t hi) {
+        std::vector<T> mx(inner), sum(inner);
+        for (size_t o = lo; o < hi; ++o) {
+          const T* xb = X + o * len * inner;
+          T* yb = Y + o * len * inner;
+          if (inner == 1) {
+            T m = xb[0];
+            for (size_t l = 1; l < len; ++l) m = std::max(m, xb[l]);
+            T s = T(0);
+            for (size_t l = 0; l < len; ++l) {
+              yb[l] = std::exp(xb[l] - m);
+              s += yb[l];
+            }
+            const T inv = T(1) / s;
+            for (size_t l = 0; l < len; ++l) yb[l] *= inv;
+          } else {
+            std::copy(xb, xb + inner, mx.begin());
+            for (size_t l = 1; l < len; ++l)
+              for (size_t j = 0; j < inner; ++j) mx[j] = std::max(mx[j], xb[l * inner + j]);
+            std::fill(sum.begin(), sum.end(), T(0));
+            for (size_t l = 0; l < len; ++l)
+              for (size_t j = 0; j < inner; ++j) {
+                T e = std::exp(xb[l * inner + j] - mx[j]);
+                yb[l * inner + j] = e;
+                sum[j] += e;
+              }
+            for (size_t j = 0; j < inner; ++j) sum[j] = T(1) / sum[j];
+            for (size_t l = 0; l < len; ++l)
+              for (size_t j = 0; j < inner; ++j) yb[l * inner + j] *= sum[j];
+          }
+        }
+      });
+    });
+  }
+};
+
+void register_softmax(oph::Pack& pack, int32_t since, int32_t until, int64_t default_axis, const char* doc) {
+  oph::OpBuilder& b = pack.op(kDomain, "Softmax")
+                          .versions(since, until)
+                          .doc(doc)
+                          .attr("axis", default_axis)
+                          .input("input", "T")
+                          .output("output", "T")
+                          .infer([since](oph::InferContext& c) {
+                            if (c.input_rank_known(0))
+                              softmax_axis(c.attr<int64_t>("axis"), static_cast<int64_t>(c.input_shape(0).size()), since);
+                            oph::same_as_input(0)(c);
+                          })
+                          .kernel<SoftmaxKernel>();
+  add_types(b, "T", kFloat);
+}
 
 int64_t logsoftmax_axis(int64_t axis, int64_t rank, int32_t since) {
   if (rank == 0) fail("LogSoftmax: input must have rank >= 1");
@@ -233,7 +332,11 @@ void register_losses(oph::Pack& pack) {
 
 }  // namespace
 
-void register_logsoftmax(oph::Pack& pack) {
+void register_softmax_family(oph::Pack& pack) {
+  // Softmax 1-10 and 11-12 differ only in negative axis support; 13+ changed the axis semantics.
+  register_softmax(pack, 1, 10, 1, "softmax over the input coerced to 2-D at axis (default 1)");
+  register_softmax(pack, 11, 12, 1, "softmax over the input coerced to 2-D at axis (default 1)");
+  register_softmax(pack, 13, OPH_OPSET_MAX, -1, "softmax along axis (default -1)");
   register_one(pack, 1, 10, 1, "log of softmax over the input coerced to 2-D at axis (default 1)");
   register_one(pack, 11, 12, 1, "log of softmax over the input coerced to 2-D at axis (default 1; negative allowed)");
   register_one(pack, 13, OPH_OPSET_MAX, -1, "log of softmax along axis (default -1)");
@@ -257,6 +360,6 @@ void register_logsoftmax(oph::Pack& pack) {
   register_losses(pack);
 }
 
-static const Family kFamily("logsoftmax", &register_logsoftmax);
+static const Family kFamily("softmax", &register_softmax_family);
 
 }  // namespace onnx_core
