@@ -92,6 +92,9 @@ RuntimeOptions runtime_options(const RuntimeConfig& c) {
 // Runtimes are kept for the life of the process, one per distinct configuration (plugins loaded by a session
 // may have started threads; the host never unloads them under those).
 std::shared_ptr<Runtime> runtime_for(const RuntimeConfig& c) {
+  // Without the GIL from here: a thread waiting for the cache's mutex must not hold it while the one
+  // constructing a runtime wants it back.
+  py::gil_scoped_release nogil;
   RuntimeOptions r = runtime_options(c);
   std::string key;
   for (const auto& p : r.plugin_paths) key += p.string() + '\n';
@@ -103,11 +106,7 @@ std::shared_ptr<Runtime> runtime_for(const RuntimeConfig& c) {
   std::lock_guard lock(mutex);
   auto it = cache->find(key);
   if (it != cache->end()) return it->second;
-  std::shared_ptr<Runtime> rt;
-  {
-    py::gil_scoped_release nogil;
-    rt = std::make_shared<Runtime>(r);
-  }
+  auto rt = std::make_shared<Runtime>(r);
   cache->emplace(key, rt);
   return rt;
 }

@@ -308,3 +308,34 @@ def test_gil_is_released_during_run():
         stop.set()
         t.join()
     assert n > 0 and count[0] > 0
+
+
+def test_sessions_created_from_threads(mixed_x):
+    # Session creation (plugin discovery, load) runs without the GIL; concurrent creators must not deadlock.
+    def make(i):
+        so = ophost.SessionOptions()
+        so.add_session_config_entry("ophost.mem_pool_size", str(4096 * (i % 3)))  # a few distinct options
+        return ophost.InferenceSession(str(MODELS / "mixed_small.onnx"), so).run(None, {"x": mixed_x})[0]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        outs = list(ex.map(make, range(16)))
+    for o in outs[1:]:
+        assert o.tobytes() == outs[0].tobytes()
+
+
+def test_ctrl_c_is_delivered_when_the_run_returns():
+    import subprocess
+    import sys
+    code = (
+        "import os, signal, threading, numpy as np, ophost\n"
+        f"sess = ophost.InferenceSession({str(MODELS / 'mixed_small.onnx')!r})\n"
+        "x = np.ones((2, 8), np.float32)\n"
+        "threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
+        "n = 0\n"
+        "try:\n"
+        "    while True:\n"
+        "        sess.run(None, {'x': x}); n += 1\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted after', n, 'runs')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "interrupted after" in r.stdout, r.stdout + r.stderr
