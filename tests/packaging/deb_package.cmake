@@ -124,3 +124,32 @@ step(run "${root}/usr/bin/ophost" run "${models}/mixed_small.onnx" --input "x=${
 message(STATUS "[run]\n${step_out}")
 step(compare "${ALLCLOSE}" "${WORK_DIR}/out/y.npy" "${models}/mixed_small.output.y.npy" 1e-4 1e-5)
 message(STATUS "[compare] ${step_out}")
+
+# python3-ophost (when the Python module was built): unpacked on top of the runtime package, `import ophost` from
+# the unpacked root finds that root's libophost (RUNPATH) and plugins (relative to the package), and runs the
+# example model.
+file(GLOB py_deb "${WORK_DIR}/pkg/python3-ophost_*.deb")
+if(py_deb)
+  step(py_depends "${DPKG_DEB}" -f "${py_deb}" Depends)
+  if(NOT step_out MATCHES "ophost \\(= " OR NOT step_out MATCHES "python3-numpy" OR NOT step_out MATCHES "python3 \\(<< ")
+    message(FATAL_ERROR "python3-ophost's Depends lacks ophost, python3-numpy or the Python minor: ${step_out}")
+  endif()
+  step(unpack_python "${DPKG_DEB}" -x "${py_deb}" "${root}")
+  find_program(DEBIAN_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
+  set(py [=[
+import os, sys, numpy as np, ophost
+root, models = sys.argv[1], sys.argv[2]
+assert ophost.__file__.startswith(root), ophost.__file__
+libs = [p["library"] for p in ophost.plugins() if p["loaded"]]
+assert libs and all(l.startswith(root + "/usr/lib/ophost/plugins/") for l in libs), libs
+s = ophost.InferenceSession(os.path.join(models, "mixed_small.onnx"))
+(y,) = s.run(None, {"x": np.load(os.path.join(models, "mixed_small.input.x.npy"))})
+np.testing.assert_allclose(y, np.load(os.path.join(models, "mixed_small.output.y.npy")), rtol=1e-4, atol=1e-5)
+print("python3-ophost:", ophost.__file__, ophost.get_available_providers())
+]=])
+  step(python "${CMAKE_COMMAND}" -E env "PYTHONPATH=${root}/usr/lib/python3/dist-packages"
+       "${DEBIAN_PYTHON}" -c "${py}" "${root}" "${models}")
+  message(STATUS "[python]\n${step_out}")
+else()
+  message(STATUS "[python] no python3-ophost package (the module was not built)")
+endif()

@@ -14,6 +14,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev libhwy-dev  # dnnl-config.cmake find_package(OpenCL)s; libdnnl-dev only recommends it
   clang-14 libclang-rt-14-dev  # libFuzzer targets (tools/dev/fuzz.sh)
   python3 python3-onnx python3-numpy
+  pybind11-dev python3-dev python3-pytest  # the Python package (python/) and its tests
   # GPU backends: HIP from Debian (hipcc, libamdhip64-dev); CUDA comes from /usr/local/cuda when present.
   # Each is skipped at configure time when its toolkit is missing (docs/gpu.md).
   hipcc libamdhip64-dev
