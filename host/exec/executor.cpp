@@ -269,14 +269,15 @@ inline void run_node(const Session::Impl& s, Frame& f, size_t ni, RunHooks* hook
     f.release(ni);
     return;
   }
-  hooks->before(ni);
+  RunHooks::NodeCall call;
+  hooks->before(ni, *ctx, call);
   const DeadlineScope deadline(hooks->deadline());  // for a body run by this node on an inter-op worker
   const auto t0 = RunHooks::Clock::now();
   oph_status* st = compute_node(pn, ctx);
   const auto t1 = RunHooks::Clock::now();
   if (st) throw_if_error(st, pn.label);
   f.finish(ni);
-  hooks->after(ni, *ctx, t0, t1);
+  hooks->after(ni, *ctx, t0, t1, call);
   f.release(ni);
 }
 
@@ -291,10 +292,11 @@ void execute_nodes(Session::Impl& s, const ExecPlan& plan, Frame& f, InterOpPool
   RunHooks* h = hooks ? &*hooks : nullptr;
   if (parallel) {
     inter_op->run(s, plan, [&](size_t ni) { run_node(s, f, ni, h); });
-    return;
+  } else {
+    const size_t n = s.nodes.size();
+    for (size_t ni = 0; ni < n; ++ni) run_node(s, f, ni, h);
   }
-  const size_t n = s.nodes.size();
-  for (size_t ni = 0; ni < n; ++ni) run_node(s, f, ni, h);
+  if (h) h->finish();
 }
 
 }  // namespace

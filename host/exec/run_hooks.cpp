@@ -93,7 +93,8 @@ void check_deadline(const std::string& what) {
 }
 
 bool RunHooks::wanted(const Session::Impl& s) noexcept {
-  return s.profiling || s.check_numerics || s.lifecycle_checks() || t_deadline.set();
+  return s.profiling || s.check_numerics || s.lifecycle_checks() || t_deadline.set() || s.debug_kernels ||
+         !s.dump_dir.empty();
 }
 
 RunHooks::RunHooks(Session::Impl& s, const ExecPlan& plan, bool concurrent)
@@ -103,8 +104,10 @@ RunHooks::RunHooks(Session::Impl& s, const ExecPlan& plan, bool concurrent)
       profile_(s.profiling),
       lifecycle_(s.lifecycle_checks()),
       numerics_(s.check_numerics),
+      debug_kernels_(s.debug_kernels),
       deadline_(t_deadline) {
   if (profile_) events_.reserve(s.nodes.size());
+  if (!s.dump_dir.empty()) dump_ = std::make_unique<ValueDump>(s, s.dump_dir);
   if (!lifecycle_) return;
   state_.assign(s.values.size(), V::kPending);
   readers_left_.resize(s.values.size());
@@ -115,6 +118,13 @@ RunHooks::RunHooks(Session::Impl& s, const ExecPlan& plan, bool concurrent)
 }
 
 RunHooks::~RunHooks() {
+  if (dump_ && !finished_) {
+    try {
+      dump_->write_index(false);
+    } catch (const std::exception& e) {
+      spdlog::warn("{}", e.what());
+    }
+  }
   if (events_.empty()) return;
   std::lock_guard lock(s_.profile_mutex);
   s_.profile_events.insert(s_.profile_events.end(), events_.begin(), events_.end());
@@ -124,9 +134,15 @@ std::unique_lock<std::mutex> RunHooks::lock_if_concurrent() {
   return concurrent_ ? std::unique_lock<std::mutex>(mutex_) : std::unique_lock<std::mutex>();
 }
 
-void RunHooks::before(size_t ni) {
+void RunHooks::finish() {
+  finished_ = true;
+  if (dump_) dump_->write_index(true);
+}
+
+void RunHooks::before(size_t ni, const oph_compute_context& ctx, NodeCall& call) {
   const PreparedNode& pn = s_.nodes[ni];
   if (deadline_.set()) check_deadline(pn.label);
+  if (debug_kernels_) call.check.before(s_, ni, ctx);
   if (!lifecycle_) return;
   auto lock = lock_if_concurrent();
   for (int v : pn.inputs) {
@@ -139,14 +155,17 @@ void RunHooks::before(size_t ni) {
   spdlog::debug("node {} '{}': Pending -> Ready -> Running", ni, pn.node->name);
 }
 
-void RunHooks::after(size_t ni, const oph_compute_context& ctx, Clock::time_point t0, Clock::time_point t1) {
+void RunHooks::after(size_t ni, const oph_compute_context& ctx, Clock::time_point t0, Clock::time_point t1,
+                     const NodeCall& call) {
   const PreparedNode& pn = s_.nodes[ni];
+  if (debug_kernels_) call.check.after(s_, ni, ctx);
   if (numerics_) {
     for (size_t o = 0; o < ctx.num_outputs && o < pn.outputs.size(); ++o) {
       if (ctx.outputs[o] && pn.outputs[o] >= 0)
         check_finite(*ctx.outputs[o], pn.label + ": output '" + s_.values[pn.outputs[o]].name + "'");
     }
   }
+  if (dump_) dump_->node_done(ni, ctx);
   auto lock = lock_if_concurrent();
   if (profile_) {
     events_.push_back({static_cast<int>(ni), std::chrono::duration<double, std::micro>(t0 - s_.profile_start).count(),

@@ -1,12 +1,15 @@
-// Per-node hooks of the executor loop (executor.cpp): profiling, lifecycle checks and numerics checks. The loop
+// Per-node hooks of the executor loop (executor.cpp): profiling, lifecycle checks, numerics checks, value dumps
+// and kernel debug mode (node_debug.hpp). The loop
 // calls before() and after() around every node's compute when any hook is on, and nothing when all are off,
 // so the hot path stays the bare compute calls. Every run path (sequential or parallel scheduling, static or
 // dynamic shapes, If/Loop/Scan bodies) goes through the same loop and so through the same hooks.
 #pragma once
 
+#include "exec/node_debug.hpp"
 #include "exec/session_impl.hpp"
 
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -43,20 +46,31 @@ void check_deadline(const std::string& what);
 class RunHooks {
  public:
   using Clock = std::chrono::steady_clock;
-  // Which hooks the session's options turn on (profiling, lifecycle checks, numerics); none: the loop runs bare.
+  // Which hooks the session's options turn on (profiling, lifecycle checks, numerics, dump, kernel debug mode,
+  // deadline); none: the loop runs bare.
   static bool wanted(const Session::Impl& s) noexcept;
+  // What before() leaves for after() of the same node call (kernel debug mode's poison and input copies).
+  struct NodeCall {
+    KernelCheck check;
+  };
   // `concurrent`: nodes may finish on several threads at once (parallel scheduling).
   RunHooks(Session::Impl& s, const ExecPlan& plan, bool concurrent);
   RunHooks(const RunHooks&) = delete;
   RunHooks& operator=(const RunHooks&) = delete;
-  // Flushes the run's profile events into the session.
+  // Flushes the run's profile events into the session; a dump of a run that failed writes its index.json
+  // ("complete": false).
   ~RunHooks();
 
-  // Lifecycle: Pending -> Ready (every input Finished and not yet Released) -> Running.
-  void before(size_t ni);
-  // After a successful compute, before the node's inputs are released: numerics of every output in host memory,
-  // the profile event, Running -> Finished and the Released transitions of values whose last reader finished.
-  void after(size_t ni, const oph_compute_context& ctx, Clock::time_point t0, Clock::time_point t1);
+  // Lifecycle: Pending -> Ready (every input Finished and not yet Released) -> Running; kernel debug mode:
+  // outputs poisoned, inputs copied.
+  void before(size_t ni, const oph_compute_context& ctx, NodeCall& call);
+  // After a successful compute, before the node's inputs are released: kernel debug mode's checks, numerics of
+  // every output in host memory, the dump, the profile event, Running -> Finished and the Released transitions
+  // of values whose last reader finished.
+  void after(size_t ni, const oph_compute_context& ctx, Clock::time_point t0, Clock::time_point t1,
+             const NodeCall& call);
+  // After the last node of a successful run: the dump's index.json.
+  void finish();
   // The run's deadline, for the thread that runs a node (see DeadlineScope).
   const Deadline& deadline() const noexcept { return deadline_; }
 
@@ -67,7 +81,9 @@ class RunHooks {
   Session::Impl& s_;
   const ExecPlan& plan_;
   const bool concurrent_;
-  const bool profile_, lifecycle_, numerics_;
+  const bool profile_, lifecycle_, numerics_, debug_kernels_;
+  std::unique_ptr<ValueDump> dump_;  // SessionOptions::dump_dir
+  bool finished_ = false;
   const Deadline deadline_;
   std::mutex mutex_;  // concurrent runs: guards everything below
   std::vector<Session::Impl::ProfileEvent> events_;

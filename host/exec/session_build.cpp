@@ -716,6 +716,7 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
   s->pool->reserve_ahead(options.mem_pool_size);
   s->profiling = options.profile;
   s->check_numerics = options.check_numerics;
+  s->debug_kernels = options.debug_kernels;
   s->run_timeout_ms = options.run_timeout_ms;
   if (options.execution_mode == SessionOptions::ExecutionMode::kParallel)
     s->inter_op = std::make_unique<InterOpPool>(options.inter_op_threads > 0 ? options.inter_op_threads : 2);

@@ -152,6 +152,8 @@ struct Session::Impl {
   std::atomic<int64_t> last_run_allocs{0};
   bool check_numerics = false;  // SessionOptions::check_numerics (run_hooks.hpp; graph inputs in runtime.cpp)
   int64_t run_timeout_ms = 0;   // SessionOptions::run_timeout_ms (run_hooks.hpp)
+  std::string dump_dir;         // SessionOptions::dump_dir (run_hooks.hpp; set for the outermost session only)
+  bool debug_kernels = false;   // SessionOptions::debug_kernels (run_hooks.hpp)
   std::unique_ptr<InterOpPool> inter_op;  // parallel mode only
 
   // Profiling: one event per node run (appended after each run).

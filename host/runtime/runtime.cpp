@@ -122,6 +122,7 @@ std::unique_ptr<Session> Runtime::load_from_bytes(std::span<const std::byte> mod
   Model m = load_model_from_bytes(model, {}, display_name, limits_of(options));
   auto impl = build_session(impl_->plugins, impl_->registry, std::move(m), options);
   impl->check_numerics = options.check_numerics;
+  impl->dump_dir = options.dump_dir;  // here, not in build_session: If/Loop/Scan bodies do not dump
   return std::make_unique<Session>(std::move(impl));
 }
 
@@ -154,6 +155,7 @@ std::unique_ptr<Session> Runtime::load(const std::filesystem::path& model, const
   };
   auto impl = build_session(impl_->plugins, impl_->registry, std::move(m), options, unloaded);
   impl->check_numerics = options.check_numerics;
+  impl->dump_dir = options.dump_dir;  // here, not in build_session: If/Loop/Scan bodies do not dump
   try {
     impl->reserve_static_arena();
   } catch (const Error& e) {

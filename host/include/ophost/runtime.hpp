@@ -129,6 +129,19 @@ struct SessionOptions {
   // Checks every floating-point graph input before a run and every node's floating-point outputs after it
   // runs: a NaN or infinity is an error naming the node, the value and the first offending element.
   bool check_numerics = false;
+  // Folder to dump every value the run produces into (empty: off; `ophost run --dump DIR`): after
+  // optimisation, each node output as DIR/<value name, characters other than [A-Za-z0-9._-] as '_'>.npy, the
+  // graph inputs too, and DIR/index.json (per value: name, file, producing node, op, pack, device, shape, dtype;
+  // the nodes in execution order with their inputs and outputs). Values inside If/Loop/Scan bodies are not
+  // dumped, nor values on another device than the CPU (index.json lists them with the reason). Each run
+  // rewrites the folder's files. Compare two dumps with `ophost diff`.
+  std::string dump_dir;
+  // Kernel debug mode (`ophost run --debug-kernels`): every output is poisoned before its node's compute
+  // (signalling NaN for floating-point types, 0xA5 bytes for the others) and checked after it for elements the
+  // kernel never wrote; every input is copied before and compared after, catching writes into an input the op
+  // does not declare MUTATES_INPUT (an output that shares its input's buffer through MAY_INPLACE is allowed).
+  // A finding fails the run naming the node, op, pack, value and first element. Off: no cost.
+  bool debug_kernels = false;
   // A model importing a standard opset (ai.onnx, ai.onnx.ml) newer than every loaded pack knows is refused at
   // load, naming the newest one they know; true runs it anyway with the newest semantics known, with a warning.
   bool allow_newer_opset = false;
