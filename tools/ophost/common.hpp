@@ -74,5 +74,6 @@ int cmd_plugins(int argc, char** argv);
 int cmd_pack(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
+int cmd_diff(int argc, char** argv);
 
 }  // namespace ophost::cli
