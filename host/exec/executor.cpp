@@ -258,6 +258,23 @@ struct GenericFrame {
   }
 };
 
+// One node with hooks: out of line, so that the bare path below stays the compute call alone.
+template <class Frame>
+[[gnu::noinline]] void run_node_hooked(const Session::Impl& s, Frame& f, size_t ni, RunHooks* hooks,
+                                       oph_compute_context* ctx) {
+  const PreparedNode& pn = s.nodes[ni];
+  RunHooks::NodeCall call;
+  hooks->before(ni, *ctx, call);
+  const DeadlineScope deadline(hooks->deadline());  // for a body run by this node on an inter-op worker
+  const auto t0 = RunHooks::Clock::now();
+  oph_status* st = compute_node(pn, ctx);
+  const auto t1 = RunHooks::Clock::now();
+  if (st) throw_if_error(st, pn.label);
+  f.finish(ni);
+  hooks->after(ni, *ctx, t0, t1, call);
+  f.release(ni);
+}
+
 // One node: its call from the frame, the hooks around the compute, the frame's checks and releases after it.
 template <class Frame>
 inline void run_node(const Session::Impl& s, Frame& f, size_t ni, RunHooks* hooks) {
@@ -269,16 +286,7 @@ inline void run_node(const Session::Impl& s, Frame& f, size_t ni, RunHooks* hook
     f.release(ni);
     return;
   }
-  RunHooks::NodeCall call;
-  hooks->before(ni, *ctx, call);
-  const DeadlineScope deadline(hooks->deadline());  // for a body run by this node on an inter-op worker
-  const auto t0 = RunHooks::Clock::now();
-  oph_status* st = compute_node(pn, ctx);
-  const auto t1 = RunHooks::Clock::now();
-  if (st) throw_if_error(st, pn.label);
-  f.finish(ni);
-  hooks->after(ni, *ctx, t0, t1, call);
-  f.release(ni);
+  run_node_hooked(s, f, ni, hooks, ctx);
 }
 
 // The node loop every run goes through: the session's hooks (when any is on) around every node, nodes in file
