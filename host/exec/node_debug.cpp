@@ -11,20 +11,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
 namespace ophost {
 
 namespace {
-
-std::string file_safe(const std::string& name) {
-  std::string out = name.empty() ? std::string("_") : name;
-  for (char& c : out)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) c = '_';
-  if (out == "." || out == "..") out = "_" + out;
-  return out;
-}
 
 std::vector<int64_t> shape_of(const oph_tensor& t) {
   if (t.ndim <= 0 || !t.shape) return {};
@@ -85,6 +78,24 @@ bool declares(const PreparedNode& pn, int32_t kind, size_t input, int64_t output
 
 }  // namespace
 
+std::string dump_file_stem(const std::string& name) {
+  std::string out = name.empty() ? std::string("_") : name;
+  for (char& c : out)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) c = '_';
+  if (out == "." || out == "..") out = "_" + out;
+  if (out.size() > 180) {
+    uint64_t h = 14695981039346656037ull;
+    for (unsigned char c : name) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    out = out.substr(0, 160) + "_" + hex;
+  }
+  return out;
+}
+
 std::string node_op_name(const PreparedNode& pn) {
   return pn.node->domain.empty() ? pn.node->op_type : pn.node->domain + "::" + pn.node->op_type;
 }
@@ -139,7 +150,7 @@ void ValueDump::dump_value(int v, const oph_tensor& t) {
     std::string file;
     {
       std::lock_guard lock(mutex_);
-      std::string base = file_safe(s_.values[v].name);
+      std::string base = dump_file_stem(s_.values[v].name);
       file = base + ".npy";
       for (int k = 2; std::find(used_files_.begin(), used_files_.end(), file) != used_files_.end(); ++k)
         file = base + "~" + std::to_string(k) + ".npy";

@@ -22,6 +22,10 @@
 
 #include <unistd.h>
 
+namespace ophost {
+std::string dump_file_stem(const std::string& name);  // host/exec/node_debug.hpp: a value's file in a dump
+}  // namespace ophost
+
 namespace ophost::cli {
 
 namespace {
@@ -37,7 +41,8 @@ constexpr const char* kDiffUsage =
     "Compares every intermediate value of two runs of one model, node by node in execution order, and names the\n"
     "first node whose output diverges while its inputs agree: the node to look at (a wrong kernel, a wrong\n"
     "attribute, a fusion). DUMP_A is a folder written by `ophost run --dump`; DUMP_B is another such folder or a\n"
-    "folder of reference .npy files named by value (characters other than [A-Za-z0-9._-] as '_'), e.g. written\n"
+    "folder of reference .npy files named by value (characters other than [A-Za-z0-9._-] as '_'; see\n"
+    "docs/debugging.md for names over 180 characters), e.g. written\n"
     "from PyTorch hooks or another runtime.\n"
     "With MODEL, ophost runs it itself and dumps into temporary folders (or --dump-dir DIR/a, DIR/b): once with the\n"
     "options in --a and once with those in --b (any `ophost run` model options: \"--opt-level 0\", \"--device\n"
@@ -47,7 +52,9 @@ constexpr const char* kDiffUsage =
     "Per value: max abs and max rel error (|a-b| / max(|b|, atol)), cosine similarity, mismatches (elements with\n"
     "|a-b| > atol + rtol*|b|, or NaN on one side only), err/range (max abs error over the range of B's values)\n"
     "and amplification (a value's err/range over the largest err/range of the node's inputs: ~1 when error is\n"
-    "carried along, large when the node makes it). A node diverges when an output has mismatches; it is flagged\n"
+    "carried along, large when the node makes it). A value diverges when it has mismatches and its err/range is\n"
+    "over --range-tol (float32 rounding accumulated over a network stays below 1e-3 of the range; a wrong kernel\n"
+    "or a flipped mask does not); `within range-tol` marks the others. A node whose output diverges is flagged\n"
     "`<< diverges, inputs agree` when none of its compared inputs has a mismatch; the first such node is the\n"
     "culprit. Values only one side has (removed or created by a graph pass, e.g. a Conv's output fused into\n"
     "com.ophost::FusedConv) are listed as not comparable; a fused node says which pass made it.\n"
@@ -61,13 +68,7 @@ std::vector<std::string> split_words(const std::string& s) {
   return out;
 }
 
-std::string file_safe(const std::string& name) {
-  std::string out = name.empty() ? std::string("_") : name;
-  for (char& c : out)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) c = '_';
-  if (out == "." || out == "..") out = "_" + out;
-  return out;
-}
+std::string file_safe(const std::string& name) { return dump_file_stem(name); }
 
 struct ValueRec {
   std::string name, file, skipped, op, pack, node, dtype;
@@ -144,6 +145,8 @@ std::string file_of(const Dump& d, const std::string& name) {
   if (auto it = d.values.find(name); it != d.values.end()) return it->second.file;
   if (!d.indexed) {
     if (auto it = d.values.find(file_safe(name)); it != d.values.end()) return it->second.file;
+    // ort-run.js --out writes graph inputs as input.<name>.npy
+    if (auto it = d.values.find("input." + file_safe(name)); it != d.values.end()) return it->second.file;
   }
   return {};
 }
@@ -255,8 +258,14 @@ std::string fmt(double v, const char* f = "%.3g") {
   return buf;
 }
 
-int compare_dumps(const fs::path& dir_a, const fs::path& dir_b, double atol, double rtol, const std::string& json_out,
-                  const std::string& label_a, const std::string& label_b) {
+// A value diverges when elements mismatch and its error is above range_tol of its range (float rounding
+// accumulated over many nodes stays below; a wrong kernel, a flipped mask or a wrong layout does not).
+bool diverges(const Stats& s, double range_tol) {
+  return s.comparable && s.mismatches > 0 && !(s.err_range <= range_tol);
+}
+
+int compare_dumps(const fs::path& dir_a, const fs::path& dir_b, double atol, double rtol, double range_tol,
+                  const std::string& json_out, const std::string& label_a, const std::string& label_b) {
   Dump A = read_dump(dir_a), B = read_dump(dir_b);
   std::string la = label_a, lb = label_b;
   if (!A.indexed && B.indexed) {
@@ -301,7 +310,7 @@ int compare_dumps(const fs::path& dir_a, const fs::path& dir_b, double atol, dou
   int culprit = -1;
   bool diverged = false;
   for (Row& r : rows) {
-    if (r.st.comparable && r.st.mismatches > 0) diverged = true;
+    if (diverges(r.st, range_tol)) diverged = true;
     if (r.node < 0 || !r.st.comparable) continue;
     double in_err = 0;
     bool inputs_agree = true;
@@ -309,18 +318,18 @@ int compare_dumps(const fs::path& dir_a, const fs::path& dir_b, double atol, dou
       auto it = by_value.find(in);
       if (in.empty() || it == by_value.end() || !it->second->comparable) continue;
       in_err = std::max(in_err, it->second->err_range);
-      if (it->second->mismatches > 0) inputs_agree = false;
+      if (diverges(*it->second, range_tol)) inputs_agree = false;
     }
     if (in_err > 0) r.st.amplification = r.st.err_range / in_err;
     else if (r.st.err_range > 0) r.st.amplification = INFINITY;
-    if (r.st.mismatches > 0 && inputs_agree) {
+    if (diverges(r.st, range_tol) && inputs_agree) {
       r.flagged = true;
       if (culprit < 0) culprit = static_cast<int>(&r - rows.data());
     }
   }
   // Print.
-  std::printf("A: %s (%s)\nB: %s (%s)\natol %g, rtol %g\n\n", A.dir.string().c_str(), la.c_str(), B.dir.string().c_str(),
-              lb.c_str(), atol, rtol);
+  std::printf("A: %s (%s)\nB: %s (%s)\natol %g, rtol %g, range-tol %g\n\n", A.dir.string().c_str(), la.c_str(),
+              B.dir.string().c_str(), lb.c_str(), atol, rtol, range_tol);
   std::printf("%4s  %-24s %-24s %-10s %-20s %9s %9s %9s %10s %9s %8s  %s\n", "#", "node", "op", "pack", "value",
               "max abs", "max rel", "cosine", "mismatch", "err/range", "amplif", "");
   auto cut = [](const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n - 1) + "~"; };
@@ -337,7 +346,8 @@ int compare_dumps(const fs::path& dir_a, const fs::path& dir_b, double atol, dou
     std::string mism = std::to_string(r.st.mismatches) + "/" + std::to_string(r.st.numel);
     std::string tail;
     if (r.flagged) tail = &r == &rows[culprit] ? "<< FIRST DIVERGENCE, inputs agree" : "<< diverges, inputs agree";
-    else if (r.st.mismatches > 0) tail = "diverges (inputs diverge)";
+    else if (diverges(r.st, range_tol)) tail = "diverges (inputs diverge)";
+    else if (r.st.mismatches > 0) tail = "within range-tol";
     if (n && !n->created_by.empty() && r.flagged) tail += " [made by " + n->created_by + "]";
     if (!r.st.note.empty()) tail += " (" + r.st.note + ")";
     std::printf("%9s %9s %9s %10s %9s %8s  %s\n", fmt(r.st.max_abs).c_str(), fmt(r.st.max_rel).c_str(),
@@ -380,6 +390,7 @@ int compare_dumps(const fs::path& dir_a, const fs::path& dir_b, double atol, dou
     j["b"] = B.dir.string();
     j["atol"] = atol;
     j["rtol"] = rtol;
+    j["range_tol"] = range_tol;
     j["diverged"] = diverged;
     j["culprit"] = jc;
     auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
@@ -405,6 +416,7 @@ int compare_dumps(const fs::path& dir_a, const fs::path& dir_b, double atol, dou
         x["err_over_range"] = num(r.st.err_range);
         x["amplification"] = std::isnan(r.st.amplification) ? json(nullptr)
                              : std::isinf(r.st.amplification) ? json("inf") : json(r.st.amplification);
+        x["diverges"] = diverges(r.st, range_tol);
         x["flagged"] = r.flagged;
       }
       jr.push_back(std::move(x));
@@ -440,12 +452,15 @@ void run_dumped(const std::string& model, const std::vector<std::string>& words,
 int cmd_diff(int argc, char** argv) {
   std::vector<std::string> positional, inputs, shapes;
   bool random = false;
-  double atol = 1e-5, rtol = 1e-4;
+  double atol = 1e-5, rtol = 1e-4, range_tol = 1e-3;
   std::string json_out, side_a, side_b, reference, dump_dir, log_level;
   po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")(
       "atol", po::value(&atol)->default_value(atol), "absolute tolerance")(
       "rtol", po::value(&rtol)->default_value(rtol), "relative tolerance")(
+      "range-tol", po::value(&range_tol)->default_value(range_tol),
+      "a value with mismatches diverges only when its max abs error exceeds this fraction of its range (0: any "
+      "mismatch diverges)")(
       "json", po::value(&json_out), "also write the comparison to FILE (per value, the culprit)")(
       "reference", po::value(&reference), "with MODEL: folder of reference .npy files named by value")(
       "a", po::value(&side_a), "with MODEL: run options of run A, one string (e.g. \"--opt-level 0\")")(
@@ -463,7 +478,7 @@ int cmd_diff(int argc, char** argv) {
   if (positional.size() == 2 && fs::is_directory(positional[0])) {
     if (!side_a.empty() || !side_b.empty() || !reference.empty())
       throw po::error("--a, --b and --reference go with MODEL, not with two dump folders");
-    return compare_dumps(positional[0], positional[1], atol, rtol, json_out, "dump", "dump");
+    return compare_dumps(positional[0], positional[1], atol, rtol, range_tol, json_out, "dump", "dump");
   }
   if (positional.size() != 1) {
     std::cerr << "ophost diff: give DUMP_A DUMP_B, or MODEL with --reference DIR or --a/--b\n\n" << kDiffUsage;
@@ -495,10 +510,11 @@ int cmd_diff(int argc, char** argv) {
   fs::remove_all(base / "b", ec);
   run_dumped(model, split_words(side_a), inputs, random, shapes, base / "a");
   if (!reference.empty()) {
-    return compare_dumps(base / "a", reference, atol, rtol, json_out, "ophost " + side_a, "reference");
+    return compare_dumps(base / "a", reference, atol, rtol, range_tol, json_out, "ophost " + side_a, "reference");
   }
   run_dumped(model, split_words(side_b), inputs, random, shapes, base / "b");
-  return compare_dumps(base / "a", base / "b", atol, rtol, json_out, "ophost " + side_a, "ophost " + side_b);
+  return compare_dumps(base / "a", base / "b", atol, rtol, range_tol, json_out, "ophost " + side_a,
+                       "ophost " + side_b);
 }
 
 }  // namespace ophost::cli
