@@ -312,6 +312,8 @@ SessionOptions session_options(const PySessionOptions* so, const std::vector<std
     if (k == "ophost.mem_limit") s.mem_limit = parse_u64(k, v);
     else if (k == "ophost.mem_pool_size") s.mem_pool_size = parse_u64(k, v);
     else if (k == "ophost.check_numerics") s.check_numerics = parse_bool(k, v);
+    else if (k == "ophost.dump_dir") s.dump_dir = v;
+    else if (k == "ophost.debug_kernels") s.debug_kernels = parse_bool(k, v);
     else if (k == "ophost.disabled_passes") s.disabled_passes = split(v, ",");
     else if (k == "ophost.max_tensor_bytes") s.max_tensor_bytes = parse_u64(k, v);
     else if (k == "ophost.max_fold_bytes") s.max_fold_bytes = parse_u64(k, v);
@@ -320,7 +322,8 @@ SessionOptions session_options(const PySessionOptions* so, const std::vector<std
     else if (k == "ophost.devices") s.devices = split(v, ",");
     else if (std::find(runtime_keys.begin(), runtime_keys.end(), k) == runtime_keys.end()) {
       invalid("unknown session config entry '" + k +
-              "'; ophost's are ophost.mem_limit, ophost.mem_pool_size, ophost.check_numerics, "
+              "'; ophost's are ophost.mem_limit, ophost.mem_pool_size, ophost.check_numerics, ophost.dump_dir, "
+              "ophost.debug_kernels, "
               "ophost.disabled_passes, ophost.max_tensor_bytes, ophost.max_fold_bytes, ophost.max_loop_iterations, "
               "ophost.max_subgraph_depth, ophost.devices, ophost.disabled_plugins, ophost.allow_op_override, "
               "ophost.insecure_plugin_paths");
@@ -958,7 +961,9 @@ PYBIND11_MODULE(_ophost, m) {
           },
           py::arg("key"), py::arg("value"),
           "Set a configuration entry. Keys starting 'ophost.' are ophost's own (an unknown one is an error when "
-          "the session is created): mem_limit, mem_pool_size (bytes), check_numerics (0/1), disabled_passes "
+          "the session is created): mem_limit, mem_pool_size (bytes), check_numerics (0/1), dump_dir (folder: every "
+          "value of each run as .npy plus index.json, compared by `ophost diff`), debug_kernels (0/1: poisoned "
+          "outputs, unwritten elements and writes into inputs reported), disabled_passes "
           "(comma-separated pass names), max_tensor_bytes, max_fold_bytes, max_loop_iterations, "
           "max_subgraph_depth, devices (comma-separated), disabled_plugins (globs), allow_op_override (0/1), "
           "insecure_plugin_paths (0/1). onnxruntime's keys are accepted and ignored.")

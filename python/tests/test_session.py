@@ -195,6 +195,19 @@ def test_session_config_entries(mixed_x):
                                np.load(MODELS / "mixed_small.output.y.npy"), rtol=1e-5, atol=1e-6)
 
 
+def test_dump_and_debug_kernels_config_entries(mixed_x, tmp_path):
+    so = ophost.SessionOptions()
+    so.add_session_config_entry("ophost.dump_dir", str(tmp_path / "dump"))
+    so.add_session_config_entry("ophost.debug_kernels", "1")
+    y = ophost.InferenceSession(str(MODELS / "mixed_small.onnx"), so).run(None, {"x": mixed_x})[0]
+    index = json.loads((tmp_path / "dump" / "index.json").read_text())
+    assert index["complete"] and index["nodes"]
+    for v in index["values"]:
+        assert (tmp_path / "dump" / v["file"]).exists()
+    out = [v for v in index["values"] if v["name"] == "y"][0]
+    np.testing.assert_array_equal(np.load(tmp_path / "dump" / out["file"]), y)
+
+
 def test_host_errors_carry_the_host_message():
     so = ophost.SessionOptions()
     so.add_session_config_entry("ophost.disabled_plugins", "myops")
