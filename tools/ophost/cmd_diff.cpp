@@ -41,9 +41,8 @@ constexpr const char* kDiffUsage =
     "Compares every intermediate value of two runs of one model, node by node in execution order, and names the\n"
     "first node whose output diverges while its inputs agree: the node to look at (a wrong kernel, a wrong\n"
     "attribute, a fusion). DUMP_A is a folder written by `ophost run --dump`; DUMP_B is another such folder or a\n"
-    "folder of reference .npy files named by value (characters other than [A-Za-z0-9._-] as '_'; see\n"
-    "docs/debugging.md for names over 180 characters), e.g. written\n"
-    "from PyTorch hooks or another runtime.\n"
+    "folder of reference .npy files named by value (characters other than [A-Za-z0-9._-] as '_'; names over\n"
+    "180 characters: see docs/debugging.md), e.g. written from PyTorch hooks or another runtime.\n"
     "With MODEL, ophost runs it itself and dumps into temporary folders (or --dump-dir DIR/a, DIR/b): once with the\n"
     "options in --a and once with those in --b (any `ophost run` model options: \"--opt-level 0\", \"--device\n"
     "cuda,cpu\", \"--disable-plugin myops\", \"--plugin-path DIR\"), or once (--a) against --reference DIR. Both\n"
@@ -55,7 +54,7 @@ constexpr const char* kDiffUsage =
     "carried along, large when the node makes it). A value diverges when it has mismatches and its err/range is\n"
     "over --range-tol (float32 rounding accumulated over a network stays below 1e-3 of the range; a wrong kernel\n"
     "or a flipped mask does not); `within range-tol` marks the others. A node whose output diverges is flagged\n"
-    "`<< diverges, inputs agree` when none of its compared inputs has a mismatch; the first such node is the\n"
+    "`<< diverges, inputs agree` when none of its compared inputs diverges; the first such node is the\n"
     "culprit. Values only one side has (removed or created by a graph pass, e.g. a Conv's output fused into\n"
     "com.ophost::FusedConv) are listed as not comparable; a fused node says which pass made it.\n"
     "Exit status: 0 no divergence, 1 divergence (or an error), 2 usage.\n";
@@ -456,9 +455,9 @@ int cmd_diff(int argc, char** argv) {
   std::string json_out, side_a, side_b, reference, dump_dir, log_level;
   po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")(
-      "atol", po::value(&atol)->default_value(atol), "absolute tolerance")(
-      "rtol", po::value(&rtol)->default_value(rtol), "relative tolerance")(
-      "range-tol", po::value(&range_tol)->default_value(range_tol),
+      "atol", po::value(&atol)->default_value(atol, "1e-5"), "absolute tolerance")(
+      "rtol", po::value(&rtol)->default_value(rtol, "1e-4"), "relative tolerance")(
+      "range-tol", po::value(&range_tol)->default_value(range_tol, "1e-3"),
       "a value with mismatches diverges only when its max abs error exceeds this fraction of its range (0: any "
       "mismatch diverges)")(
       "json", po::value(&json_out), "also write the comparison to FILE (per value, the culprit)")(
