@@ -335,6 +335,8 @@ std::shared_ptr<ExecPlan> Session::Impl::make_plan(std::vector<std::vector<int64
   std::vector<int> buffer_of(values.size(), -1);
   std::vector<std::string> buffer_device;  // per buffer
   auto bytes_of = [&](int v) { return static_cast<size_t>(shape_numel(plan->meta[v].shape)) * dtype_size(plan->meta[v].dtype); };
+  // Kernel debug mode: a guard zone after every buffer, poisoned before and checked after each compute.
+  const size_t guard = debug_kernels ? kDebugGuardBytes : 0;
   for (size_t ni = 0; ni < nodes.size(); ++ni) {
     const PreparedNode& pn = nodes[ni];
     for (size_t o = 0; o < pn.outputs.size(); ++o) {
@@ -360,7 +362,7 @@ std::shared_ptr<ExecPlan> Session::Impl::make_plan(std::vector<std::vector<int64
         ++plan->inplace;
       } else {
         buffer_of[v] = static_cast<int>(buffers.size());
-        buffers.push_back({bytes_of(v), static_cast<int>(ni), last});
+        buffers.push_back({bytes_of(v) + guard, static_cast<int>(ni), last});
         buffer_device.push_back(values[v].device);
       }
     }

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 namespace ophost {
 
@@ -64,6 +65,18 @@ std::vector<std::byte> poison_pattern(DType dt) {
     default: break;
   }
   return p;
+}
+
+// The guard zone after output o of node pn in a planned run: {first byte, size}, or {nullptr, 0} when the output
+// is not an arena buffer (graph outputs, generic runs, devices, zero bytes).
+std::pair<std::byte*, size_t> guard_of(const Session::Impl& s, const ExecPlan& plan, const PreparedNode& pn, size_t o,
+                                       const oph_tensor& t) {
+  if (!plan.planned || o >= pn.outputs.size() || pn.outputs[o] < 0) return {nullptr, 0};
+  const int v = pn.outputs[o];
+  if (plan.offset[v] == std::numeric_limits<size_t>::max() || s.values[v].device != "cpu") return {nullptr, 0};
+  auto out = host_bytes(t);
+  if (!out.first || !out.second) return {nullptr, 0};
+  return {out.first + out.second, kDebugGuardBytes};
 }
 
 bool declares(const PreparedNode& pn, int32_t kind, size_t input, int64_t output = -1) {
@@ -244,12 +257,13 @@ void ValueDump::write_index(bool complete) {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-void KernelCheck::before(const Session::Impl& s, size_t ni, const oph_compute_context& ctx) {
+void KernelCheck::before(const Session::Impl& s, const ExecPlan& plan, size_t ni, const oph_compute_context& ctx) {
   const PreparedNode& pn = s.nodes[ni];
   input_copies.assign(ctx.num_inputs, {});
   input_shared.assign(ctx.num_inputs, 0);
   for (size_t o = 0; o < ctx.num_outputs; ++o) {
     if (!ctx.outputs[o]) continue;
+    if (auto g = guard_of(s, plan, pn, o, *ctx.outputs[o]); g.first) std::memset(g.first, 0xA5, g.second);
     auto out = host_bytes(*ctx.outputs[o]);
     if (!out.first || !out.second) continue;
     bool shared = false;
@@ -270,7 +284,7 @@ void KernelCheck::before(const Session::Impl& s, size_t ni, const oph_compute_co
   }
 }
 
-void KernelCheck::after(const Session::Impl& s, size_t ni, const oph_compute_context& ctx) const {
+void KernelCheck::after(const Session::Impl& s, const ExecPlan& plan, size_t ni, const oph_compute_context& ctx) const {
   const PreparedNode& pn = s.nodes[ni];
   std::vector<std::string> findings;
   auto value_name = [&](const std::vector<int>& vs, size_t k) {
@@ -278,6 +292,28 @@ void KernelCheck::after(const Session::Impl& s, size_t ni, const oph_compute_con
   };
   for (size_t o = 0; o < ctx.num_outputs; ++o) {
     if (!ctx.outputs[o]) continue;
+    if (auto g = guard_of(s, plan, pn, o, *ctx.outputs[o]); g.first) {
+      size_t k = 0, first = g.second, last = 0;
+      for (size_t b = 0; b < g.second; ++b) {
+        if (g.first[b] != std::byte{0xA5}) {
+          if (first == g.second) first = b;
+          last = b;
+          ++k;
+        }
+      }
+      if (k) {
+        const auto shape = shape_of(*ctx.outputs[o]);
+        const size_t esize = dtype_size(from_dl(ctx.outputs[o]->dtype));
+        const int64_t numel = shape_numel(shape);
+        findings.push_back("wrote past the end of output '" + value_name(pn.outputs, o) + "' (" +
+                           dtype_name(from_dl(ctx.outputs[o]->dtype)) + " " + shape_to_string(shape) + ", " +
+                           std::to_string(static_cast<size_t>(numel) * esize) + " bytes): " + std::to_string(k) +
+                           " of the " + std::to_string(g.second) + " guard bytes after it changed, from byte " +
+                           std::to_string(first) + " to " + std::to_string(last) + " past the end (element " +
+                           std::to_string(numel + static_cast<int64_t>(first / std::max<size_t>(esize, 1))) +
+                           " and on)");
+      }
+    }
     auto out = host_bytes(*ctx.outputs[o]);
     if (!out.first || !out.second) continue;
     bool shared = false;

@@ -56,13 +56,18 @@ std::string node_op_name(const PreparedNode& pn);
 std::string node_pack_name(const PreparedNode& pn);
 std::string node_created_by(const PreparedNode& pn);
 
-// Kernel debug mode for one node call: before() poisons the outputs and copies the inputs, after() checks both.
+// Kernel debug mode: bytes of the guard zone the static memory plan leaves after every arena buffer
+// (Session::Impl::make_plan), filled with 0xA5 before the producing node's compute and checked after it.
+inline constexpr size_t kDebugGuardBytes = 1024;
+
+// Kernel debug mode for one node call: before() poisons the outputs (and their guard zones in a planned run) and
+// copies the inputs, after() checks all three.
 struct KernelCheck {
   std::vector<std::vector<std::byte>> input_copies;  // per input; empty when not checked
   std::vector<char> input_shared;                    // per input: an output of this call shares its bytes
-  void before(const Session::Impl& s, size_t ni, const oph_compute_context& ctx);
+  void before(const Session::Impl& s, const ExecPlan& plan, size_t ni, const oph_compute_context& ctx);
   // Throws Error(kInternal) "debug-kernels: <node label>: ..." listing every finding of this call.
-  void after(const Session::Impl& s, size_t ni, const oph_compute_context& ctx) const;
+  void after(const Session::Impl& s, const ExecPlan& plan, size_t ni, const oph_compute_context& ctx) const;
 };
 
 }  // namespace ophost

@@ -142,7 +142,7 @@ void RunHooks::finish() {
 void RunHooks::before(size_t ni, const oph_compute_context& ctx, NodeCall& call) {
   const PreparedNode& pn = s_.nodes[ni];
   if (deadline_.set()) check_deadline(pn.label);
-  if (debug_kernels_) call.check.before(s_, ni, ctx);
+  if (debug_kernels_) call.check.before(s_, plan_, ni, ctx);
   if (!lifecycle_) return;
   auto lock = lock_if_concurrent();
   for (int v : pn.inputs) {
@@ -158,7 +158,7 @@ void RunHooks::before(size_t ni, const oph_compute_context& ctx, NodeCall& call)
 void RunHooks::after(size_t ni, const oph_compute_context& ctx, Clock::time_point t0, Clock::time_point t1,
                      const NodeCall& call) {
   const PreparedNode& pn = s_.nodes[ni];
-  if (debug_kernels_) call.check.after(s_, ni, ctx);
+  if (debug_kernels_) call.check.after(s_, plan_, ni, ctx);
   if (numerics_) {
     for (size_t o = 0; o < ctx.num_outputs && o < pn.outputs.size(); ++o) {
       if (ctx.outputs[o] && pn.outputs[o] >= 0)

@@ -170,6 +170,12 @@ elif CASE == "inplace_ok":
     out = run(["run", model, "--plugin-path", PACKS, "--random", "--debug-kernels"], 0)
     model = one_op_model("scale")
     run(["run", model, "--plugin-path", PACKS, "--random", "--debug-kernels"], 0)
+elif CASE == "past_end":
+    model = one_op_model("past_end", with_relu_after=True)  # its output 't' is an arena buffer
+    out = run(["run", model, "--plugin-path", PACKS, "--random", "--debug-kernels"], 1)
+    check("node 'custom' (dbg::past_end" in out and "wrote past the end of output 't' (float32 [2,5], 40 bytes): "
+          "4 of the 1024 guard bytes after it changed, from byte 0 to 3 past the end (element 10 and on)" in out,
+          "write past the end reported")
 else:
     sys.exit("unknown case " + CASE)
 print("PASS " + CASE)

@@ -5,6 +5,7 @@
 //   dbg::short_write  infer: same shape as x; writes all but the last 3 elements   (--debug-kernels: unwritten)
 //   dbg::scribble     y = x, and writes 123 into x's last element (not MUTATES_INPUT) (--debug-kernels: input)
 //   dbg::add_one      y = x + 1, MAY_INPLACE(0 -> 0), correct in place              (--debug-kernels: clean)
+//   dbg::past_end     y = x, and one element past y's end                           (--debug-kernels: guard zone)
 #include <ophost/ophost_plugin.hpp>
 
 namespace oph = ophost::sdk;
@@ -32,6 +33,11 @@ void add_one(oph::In<float> x, oph::Out<float> y) {
   for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] + 1.0f;
 }
 
+void past_end(oph::In<float> x, oph::Out<float> y) {
+  float* out = y.data();
+  for (size_t i = 0; i <= x.size(); ++i) out[i] = i < x.size() ? x[i] : 7.0f;
+}
+
 }  // namespace
 
 OPH_PACK(pack) {
@@ -40,4 +46,5 @@ OPH_PACK(pack) {
   pack.op("dbg", "short_write").infer(oph::same_as_input(0)).fn<short_write>();
   pack.op("dbg", "scribble").infer(oph::same_as_input(0)).fn<scribble>();
   pack.op("dbg", "add_one").infer(oph::same_as_input(0)).fn<add_one>().may_inplace(0, 0);
+  pack.op("dbg", "past_end").infer(oph::same_as_input(0)).fn<past_end>();
 }
