@@ -576,32 +576,40 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
 
 namespace {
 
-// A standard opset newer than any loaded pack knows would run with guessed (the newest known) semantics: refused
-// unless the caller allows it. Custom domains version their own ops: their packs' ranges decide.
+// A standard opset from the future (newer than every released ONNX opset and every op version a loaded pack
+// registers) would run with guessed semantics: refused unless the caller allows it. Opsets up to the newest
+// released one load: packs register open-ended version ranges for ops that did not change since. Custom
+// domains version their own ops: their packs' ranges decide.
 void check_opset_imports(const Model& m, const OpRegistry& registry, bool allow_newer) {
+  // ONNX 1.18 (the release of IR version 11, the newest the model loader reads).
+  static const std::map<std::string, int64_t> kNewestReleased = {{"", 23}, {"ai.onnx.ml", 5}};
   for (const auto& [domain, version] : m.opset_imports) {
-    if (domain != "" && domain != "ai.onnx.ml") continue;
-    int64_t newest = 0;
+    auto released = kNewestReleased.find(domain);
+    if (released == kNewestReleased.end()) continue;
+    int64_t newest_op = 0;
     std::string pack;
     for (const OpEntry* e : registry.all()) {
-      if (e->domain != domain || e->since_version <= newest) continue;
-      newest = e->since_version;
+      if (e->domain != domain || e->since_version <= newest_op) continue;
+      newest_op = e->since_version;
       pack = e->source.plugin_name;
     }
-    if (newest == 0 || version <= newest) continue;
+    const int64_t newest = std::max(released->second, newest_op);
+    if (version <= newest) continue;
     const std::string name = domain.empty() ? "ai.onnx" : domain;
     const std::string what = m.path.string() + ": imports " + name + " opset " + std::to_string(version) +
-                             ", newer than any loaded pack knows (the newest is " + std::to_string(newest) +
-                             ", from pack '" + pack + "')";
+                             ", newer than the newest released " + name + " opset (" +
+                             std::to_string(released->second) + ", ONNX 1.18)" +
+                             (pack.empty() ? std::string()
+                                           : " and any op version the loaded packs register (the newest is opset " +
+                                                 std::to_string(newest_op) + ", in pack '" + pack + "')");
     if (!allow_newer) {
       throw Error(Code::kUnimplemented, what + "; export the model with opset " + std::to_string(newest) +
                                             " or lower, or pass --allow-newer-opset (SessionOptions::"
-                                            "allow_newer_opset) to run it with opset " + std::to_string(newest) +
-                                            " semantics");
+                                            "allow_newer_opset) to run it with the newest semantics the packs know");
     }
     spdlog::log(g_quiet_build ? spdlog::level::debug : spdlog::level::warn,
-                "{}; running it with opset {} semantics (--allow-newer-opset): ops changed in later opsets may "
-                "behave differently", what, newest);
+                "{}; running it with the newest semantics the packs know (--allow-newer-opset): ops changed in "
+                "later opsets may behave differently", what);
   }
 }
 

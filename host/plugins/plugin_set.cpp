@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
@@ -95,6 +96,36 @@ std::string dlerror_text(const std::string& boost_message, const fs::path& libra
   }
   const char* e = dlerror();
   return e ? std::string(e) : boost_message;
+}
+
+// Why `library` cannot be a shared library for this process, from its ELF header ("" when the header fits): a
+// library built for another architecture makes dlopen say only "wrong ELF class" or "No such file or directory".
+std::string elf_mismatch(const std::string& library) {
+  const UniqueFd fd(::open(library.c_str(), O_RDONLY | O_CLOEXEC));
+  Elf64_Ehdr h{};
+  if (fd.get() < 0 || ::pread(fd.get(), &h, sizeof h, 0) < static_cast<ssize_t>(EI_NIDENT)) return "";
+  if (std::memcmp(h.e_ident, ELFMAG, SELFMAG) != 0) return "it is not an ELF file (no ELF header)";
+#if defined(__x86_64__)
+  constexpr uint16_t kMachine = EM_X86_64;
+  const char* host = "x86-64";
+#elif defined(__aarch64__)
+  constexpr uint16_t kMachine = EM_AARCH64;
+  const char* host = "aarch64";
+#else
+  return "";
+#endif
+  static const std::map<uint16_t, const char*> names = {{EM_X86_64, "x86-64"}, {EM_AARCH64, "aarch64"},
+                                                        {EM_386, "i386"},     {EM_ARM, "32-bit ARM"},
+                                                        {EM_RISCV, "RISC-V"}, {EM_PPC64, "ppc64"},
+                                                        {EM_S390, "s390x"}};
+  const bool elf64 = h.e_ident[EI_CLASS] == ELFCLASS64;
+  uint16_t machine = h.e_machine;
+  if (h.e_ident[EI_DATA] != ELFDATA2LSB) machine = static_cast<uint16_t>((machine >> 8) | (machine << 8));
+  if (elf64 && machine == kMachine) return "";
+  auto it = names.find(machine);
+  return std::string("it is built for ") + (it != names.end() ? it->second : "another architecture") +
+         " (ELF machine " + std::to_string(machine) + (elf64 ? "" : ", 32-bit") + ") but this host runs " + host +
+         "; install the plugin built for " + host;
 }
 
 std::string format_gib(uint64_t bytes) {
@@ -374,6 +405,8 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
     lp->library_.load(boost::dll::fs::path(load_path),
                       boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
+    if (const std::string why = elf_mismatch(load_path); !why.empty())
+      throw fail(Code::kFailedPrecondition, "cannot load " + library.string() + ": " + why);
     throw fail(Code::kFailedPrecondition,
                "cannot load " + library.string() + ": " + dlerror_text(e.what(), fs::path(load_path)));
   }

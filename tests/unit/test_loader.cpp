@@ -212,6 +212,24 @@ TEST_F(Loader, MissingDependencyReportsDlerrorVerbatim) {
   EXPECT_THAT(msg, Not(HasSubstr("Bad file descriptor")));
 }
 
+TEST_F(Loader, LibraryForAnotherArchitectureSaysSo) {
+  // fakegood with its ELF header's e_machine set to aarch64 (183) and the manifest's sha256 matching that
+  // file: dlopen refuses it ("wrong ELF class" or "No such file or directory"); the message says why.
+  fs::path dir = install_plugin(tmp_.path(), "fakearm", kGood, "fakearm");
+  const fs::path lib = dir / fs::path(kGood).filename();
+  {
+    std::fstream f(lib, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(18);  // e_machine, little-endian
+    const char aarch64[2] = {char(183), 0};
+    f.write(aarch64, 2);
+  }
+  Manifest m = test::fake_manifest("fakearm", lib);
+  write_manifest(m, dir / kManifestFileName);
+  std::string msg = rejection(tmp_.path(), "fakearm", false);
+  EXPECT_THAT(msg, HasSubstr("cannot load " + lib.string() + ": it is built for aarch64 (ELF machine 183) but "
+                             "this host runs x86-64; install the plugin built for x86-64"));
+}
+
 TEST_F(Loader, EntrySymbolMissing) {
   install_plugin(tmp_.path(), "fakenoentry", FAKE_PLUGIN_fakenoentry, "fakenoentry");
   std::string msg = rejection(tmp_.path(), "fakenoentry", false);

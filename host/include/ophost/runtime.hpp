@@ -129,8 +129,9 @@ struct SessionOptions {
   // Checks every floating-point graph input before a run and every node's floating-point outputs after it
   // runs: a NaN or infinity is an error naming the node, the value and the first offending element.
   bool check_numerics = false;
-  // A model importing a standard opset (ai.onnx, ai.onnx.ml) newer than every loaded pack knows is refused at
-  // load, naming the newest one they know; true runs it anyway with the newest semantics known, with a warning.
+  // A model importing a standard opset (ai.onnx, ai.onnx.ml) newer than every released one (and than every op
+  // version the loaded packs register) is refused at load, naming the newest; true runs it anyway with the
+  // newest semantics the packs know, with a warning.
   bool allow_newer_opset = false;
   // Graph optimisation level, 0 (none) to 3 (all, the default): 1 identity/Dropout elimination, dead-node
   // elimination, constant folding; 2 adds Conv+BatchNormalization folding and Conv+activation fusion; 3 adds
