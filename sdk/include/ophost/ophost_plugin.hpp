@@ -266,18 +266,15 @@ inline const char* attr_type_name(int32_t t) noexcept {
 class Attrs {
  public:
   Attrs() = default;
-  Attrs(const oph_op_def* op, const oph_attr_value* values, size_t n) : op_(op), values_(values), n_(n) {}
+  Attrs(const oph_op_def* op, const oph_attr_value* const* values, size_t n) : op_(op), values_(values), n_(n) {}
 
   size_t index_of(std::string_view name) const {
-    for (size_t i = 0; i < n_ && i < op_->num_attributes; ++i) {
-      const oph_attr_def* d =
-          OPH_ARRAY_AT(oph_attr_def, op_->attributes, op_->attributes[0].struct_size, i);
-      if (name == d->name) return i;
-    }
+    for (size_t i = 0; i < n_ && i < op_->num_attributes; ++i)
+      if (name == op_->attributes[i]->name) return i;
     throw Error(OPH_CODE_INTERNAL, "op '" + std::string(op_->name) + "' has no attribute '" +
                                        std::string(name) + "' in its schema");
   }
-  const oph_attr_value& value(size_t i) const { return values_[i]; }
+  const oph_attr_value& value(size_t i) const { return *values_[i]; }
   bool has(std::string_view name) const { return value(index_of(name)).type != OPH_ATTR_UNDEFINED; }
 
   template <class T>
@@ -306,7 +303,7 @@ class Attrs {
 
  private:
   const oph_op_def* op_ = nullptr;
-  const oph_attr_value* values_ = nullptr;
+  const oph_attr_value* const* values_ = nullptr;
   size_t n_ = 0;
 };
 
@@ -320,10 +317,10 @@ class InferContext {
 
   size_t num_inputs() const noexcept { return c_->num_inputs; }
   size_t num_outputs() const noexcept { return c_->num_outputs; }
-  bool has_input(size_t i) const noexcept { return i < c_->num_inputs && c_->inputs[i].present; }
+  bool has_input(size_t i) const noexcept { return i < c_->num_inputs && c_->inputs[i]->present; }
   const oph_value_info& input(size_t i) const {
     if (i >= c_->num_inputs) throw Error(OPH_CODE_INVALID_ARGUMENT, "input " + std::to_string(i) + " missing");
-    return c_->inputs[i];
+    return *c_->inputs[i];
   }
   oph_dtype input_dtype(size_t i) const { return input(i).dtype; }
   bool input_rank_known(size_t i) const { return input(i).ndim >= 0; }
@@ -337,7 +334,7 @@ class InferContext {
   void set_output(size_t i, oph_dtype dtype, std::span<const int64_t> shape) {
     if (i >= c_->num_outputs) return;  // output not requested by the model
     if (shape.size() > OPH_MAX_NDIM) throw Error(OPH_CODE_OUT_OF_RANGE, "output rank above OPH_MAX_NDIM");
-    oph_value_info& o = c_->outputs[i];
+    oph_value_info& o = *c_->outputs[i];
     o.dtype = dtype;
     o.ndim = static_cast<int32_t>(shape.size());
     std::copy(shape.begin(), shape.end(), o.shape);
@@ -348,8 +345,8 @@ class InferContext {
   // Output whose rank is not known before running.
   void set_output_unknown_rank(size_t i, oph_dtype dtype) {
     if (i >= c_->num_outputs) return;
-    c_->outputs[i].dtype = dtype;
-    c_->outputs[i].ndim = -1;
+    c_->outputs[i]->dtype = dtype;
+    c_->outputs[i]->ndim = -1;
   }
 
   const Attrs& attrs() const noexcept { return attrs_; }
@@ -525,17 +522,20 @@ class KernelContext {
 class AttrStore {
  public:
   AttrStore() = default;
-  AttrStore(const oph_op_def* op, const oph_attr_value* values, size_t n) : op_(op) {
+  AttrStore(const oph_op_def* op, const oph_attr_value* const* values, size_t n) : op_(op) {
     values_.resize(n);
+    value_ptrs_.resize(n);
     strings_.resize(n);
     floats_.resize(n);
     ints_.resize(n);
     string_lists_.resize(n);
     string_ptrs_.resize(n);
     for (size_t i = 0; i < n; ++i) {
-      const oph_attr_value& v = values[i];
+      const oph_attr_value& v = *values[i];
       oph_attr_value& c = values_[i];
+      value_ptrs_[i] = &c;
       c = v;
+      c.struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;  // a copy holds exactly the fields this layer knows
       if (v.type == OPH_ATTR_STRING) {
         strings_[i].assign(v.s ? v.s : "", v.count);
         c.s = strings_[i].c_str();
@@ -556,11 +556,12 @@ class AttrStore {
   }
   AttrStore(const AttrStore&) = delete;
   AttrStore& operator=(const AttrStore&) = delete;
-  Attrs view() const noexcept { return Attrs(op_, values_.data(), values_.size()); }
+  Attrs view() const noexcept { return Attrs(op_, value_ptrs_.data(), value_ptrs_.size()); }
 
  private:
   const oph_op_def* op_ = nullptr;
   std::vector<oph_attr_value> values_;
+  std::vector<const oph_attr_value*> value_ptrs_;
   std::vector<std::string> strings_;
   std::vector<std::vector<float>> floats_;
   std::vector<std::vector<int64_t>> ints_;
@@ -577,8 +578,8 @@ class KernelInit {
   T attr(std::string_view name) const { return attrs_.get<T>(name); }
   size_t num_inputs() const noexcept { return a_->num_inputs; }
   size_t num_outputs() const noexcept { return a_->num_outputs; }
-  const oph_value_info& input(size_t i) const { return a_->inputs[i]; }
-  const oph_value_info& output(size_t i) const { return a_->outputs[i]; }
+  const oph_value_info& input(size_t i) const { return *a_->inputs[i]; }
+  const oph_value_info& output(size_t i) const { return *a_->outputs[i]; }
   const char* node_name() const noexcept { return a_->node_name ? a_->node_name : ""; }
   oph_device device() const noexcept { return a_->device; }
   const oph_kernel_create_args* raw() const noexcept { return a_; }
@@ -652,7 +653,7 @@ class OpBuilder {
   using Factory = std::function<std::unique_ptr<KernelBase>(const oph_op_def*, const oph_kernel_create_args*)>;
 
   OpBuilder(std::string domain, std::string name) {
-    def_.struct_size = sizeof(oph_op_def);
+    def_.struct_size = OPH_OP_DEF_STRUCT_SIZE;
     def_.domain = keep(std::move(domain));
     def_.name = keep(std::move(name));
     def_.since_version = 1;
@@ -700,7 +701,7 @@ class OpBuilder {
         return *this;
       }
     }
-    constraints_.push_back({sizeof(oph_type_constraint), keep(std::move(type_var)), nullptr, 0});
+    constraints_.push_back({OPH_TYPE_CONSTRAINT_STRUCT_SIZE, keep(std::move(type_var)), nullptr, 0});
     constraint_types_.emplace_back(allowed);
     return *this;
   }
@@ -722,7 +723,7 @@ class OpBuilder {
   OpBuilder& optional_attr(std::string name, int32_t type) { return schema_attr(std::move(name), type, false); }
 
   OpBuilder& alias(int32_t input, int32_t output, int32_t kind) {
-    aliases_.push_back({sizeof(oph_alias_def), input, output, kind});
+    aliases_.push_back({OPH_ALIAS_DEF_STRUCT_SIZE, input, output, kind});
     return *this;
   }
   OpBuilder& may_inplace(int32_t input = 0, int32_t output = 0) {
@@ -781,16 +782,19 @@ class OpBuilder {
       constraints_[i].allowed = constraint_types_[i].data();
       constraints_[i].num_allowed = constraint_types_[i].size();
     }
-    for (size_t i = 0; i < attrs_.size(); ++i) attrs_[i].default_value = attr_default_fix(i);
-    def_.inputs = inputs_.empty() ? nullptr : inputs_.data();
+    for (size_t i = 0; i < attrs_.size(); ++i) {
+      attr_default_fix(i);
+      attrs_[i].default_value = defaults_[i].value.type == OPH_ATTR_UNDEFINED ? nullptr : &defaults_[i].value;
+    }
+    def_.inputs = pointers(inputs_, input_ptrs_);
     def_.num_inputs = inputs_.size();
-    def_.outputs = outputs_.empty() ? nullptr : outputs_.data();
+    def_.outputs = pointers(outputs_, output_ptrs_);
     def_.num_outputs = outputs_.size();
-    def_.type_constraints = constraints_.empty() ? nullptr : constraints_.data();
+    def_.type_constraints = pointers(constraints_, constraint_ptrs_);
     def_.num_type_constraints = constraints_.size();
-    def_.attributes = attrs_.empty() ? nullptr : attrs_.data();
+    def_.attributes = pointers(attrs_, attr_ptrs_);
     def_.num_attributes = attrs_.size();
-    def_.aliases = aliases_.empty() ? nullptr : aliases_.data();
+    def_.aliases = pointers(aliases_, alias_ptrs_);
     def_.num_aliases = aliases_.size();
     return &def_;
   }
@@ -800,8 +804,16 @@ class OpBuilder {
  private:
   const char* keep(std::string s) { return strings_.emplace_back(std::move(s)).c_str(); }
 
+  // The C view of `structs`: an array of pointers to its elements (NULL when empty), kept in `ptrs`.
+  template <class T>
+  static const T* const* pointers(const std::vector<T>& structs, std::vector<const T*>& ptrs) {
+    ptrs.clear();
+    for (const T& s : structs) ptrs.push_back(&s);
+    return ptrs.empty() ? nullptr : ptrs.data();
+  }
+
   oph_io_def io(std::string name, std::string type_var, int32_t arity, int32_t memory, int32_t min_arity) {
-    return {sizeof(oph_io_def), keep(std::move(name)), keep(std::move(type_var)), arity, min_arity, memory};
+    return {OPH_IO_DEF_STRUCT_SIZE, keep(std::move(name)), keep(std::move(type_var)), arity, min_arity, memory};
   }
   void rename(std::vector<oph_io_def>& v, std::initializer_list<const char*> names) {
     if (names.size() != v.size())
@@ -814,13 +826,13 @@ class OpBuilder {
   template <class V>
   OpBuilder& attr_impl(std::string name, V value, bool required) {
     oph_attr_def d{};
-    d.struct_size = sizeof(oph_attr_def);
+    d.struct_size = OPH_ATTR_DEF_STRUCT_SIZE;
     d.name = keep(std::move(name));
     d.type = attr_traits<V>::type;
     d.required = required;
     attrs_.push_back(d);
     auto& store = defaults_.emplace_back();
-    store.value.struct_size = sizeof(oph_attr_value);
+    store.value.struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;
     store.value.type = d.type;
     if constexpr (std::is_same_v<V, float>) store.value.f = value;
     else if constexpr (std::is_same_v<V, int64_t>) store.value.i = value;
@@ -832,17 +844,18 @@ class OpBuilder {
   }
   OpBuilder& schema_attr(std::string name, int32_t type, bool required) {
     oph_attr_def d{};
-    d.struct_size = sizeof(oph_attr_def);
+    d.struct_size = OPH_ATTR_DEF_STRUCT_SIZE;
     d.name = keep(std::move(name));
     d.type = type;
     d.required = required;
     attrs_.push_back(d);
-    defaults_.emplace_back().value.struct_size = sizeof(oph_attr_value);  // type UNDEFINED: no default
+    defaults_.emplace_back().value.struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;  // type UNDEFINED: no default
     return *this;
   }
-  oph_attr_value attr_default_fix(size_t i) {
+  // Points the default value of attribute i at its stored payload.
+  void attr_default_fix(size_t i) {
     DefaultStore& s = defaults_[i];
-    oph_attr_value v = s.value;
+    oph_attr_value& v = s.value;
     switch (v.type) {
       case OPH_ATTR_STRING: v.s = s.s.c_str(); v.count = s.s.size(); break;
       case OPH_ATTR_FLOATS: v.floats = s.floats.data(); v.count = s.floats.size(); break;
@@ -855,7 +868,6 @@ class OpBuilder {
         break;
       default: break;
     }
-    return v;
   }
 
   std::string type_var_for(oph_dtype d) {
@@ -959,6 +971,10 @@ class OpBuilder {
   std::vector<oph_attr_def> attrs_;
   std::deque<DefaultStore> defaults_;
   std::vector<oph_alias_def> aliases_;
+  std::vector<const oph_io_def*> input_ptrs_, output_ptrs_;
+  std::vector<const oph_type_constraint*> constraint_ptrs_;
+  std::vector<const oph_attr_def*> attr_ptrs_;
+  std::vector<const oph_alias_def*> alias_ptrs_;
   InferFn infer_;
   Factory factory_;
 };
@@ -975,13 +991,9 @@ class Pack {
   // Entry implementation used by OPH_PACK.
   static oph_status* entry(const oph_host_info* host, const oph_plugin_info** out_info, const char* name,
                            const char* version, void (*define)(Pack&)) noexcept {
-    if (!host || !out_info || !host->services) return nullptr;
+    oph_status* refused = nullptr;
+    if (!oph_entry_check(host, out_info, name, &refused)) return refused;
     detail::services_slot() = host->services;
-    if (host->abi_major != OPH_ABI_MAJOR) {
-      std::string msg = std::string("pack '") + name + "' was built for ABI major " +
-                        std::to_string(OPH_ABI_MAJOR) + ", host has " + std::to_string(host->abi_major);
-      return host->services->status_create(OPH_CODE_FAILED_PRECONDITION, msg.c_str());
-    }
     return guarded("plugin entry", [&] {
       // One library image can be handed to several hosts (several Runtimes in one process share the dlopen
       // handle): they share one Pack, destroyed when the last of them releases it.
@@ -1023,7 +1035,7 @@ class Pack {
 
   void finish() {
     for (auto& op : ops_) op_ptrs_.push_back(op->finish());
-    info_.struct_size = sizeof(oph_plugin_info);
+    info_.struct_size = OPH_PLUGIN_INFO_STRUCT_SIZE;
     info_.abi_major = OPH_ABI_MAJOR;
     info_.minor_built = OPH_ABI_MINOR;
     info_.minor_required = 0;
