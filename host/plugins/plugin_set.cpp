@@ -39,7 +39,9 @@ namespace {
 
 std::atomic<std::size_t> g_dlopen_count{0};
 
-constexpr size_t kPluginInfoV10 = offsetof(oph_plugin_info, release) + sizeof(((oph_plugin_info*)0)->release);
+// What a producer of ABI 1.0 writes (pinned here if a minor ever appends to oph_plugin_info).
+constexpr size_t kPluginInfoV10 = OPH_PLUGIN_INFO_STRUCT_SIZE;
+static_assert(kPluginInfoV10 == OPH_STRUCT_SIZE(oph_plugin_info, release), "oph_plugin_info grew: pin its 1.0 size");
 
 std::string abi_string(uint32_t major, uint32_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
@@ -152,7 +154,7 @@ std::vector<std::string> describe_devices(const oph_device_backend_def& dev, con
   }
   for (int32_t i = 0; i < count; ++i) {
     oph_device_properties props{};
-    props.struct_size = sizeof(props);
+    props.struct_size = OPH_DEVICE_PROPERTIES_STRUCT_SIZE;
     std::string d = type + ":" + std::to_string(i);
     oph_status* ps = dev.get_properties(dev.backend, i, &props);
     if (ps != nullptr) {
@@ -433,7 +435,7 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
   auto& entry = lp->library_.get<std::remove_pointer_t<oph_plugin_entry_fn>>(OPH_PLUGIN_ENTRY_SYMBOL);
 
   // Handshake.
-  lp->host_info_ = oph_host_info{sizeof(oph_host_info), OPH_ABI_MAJOR, OPH_ABI_MINOR, host_services(),
+  lp->host_info_ = oph_host_info{OPH_HOST_INFO_STRUCT_SIZE, OPH_ABI_MAJOR, OPH_ABI_MINOR, host_services(),
                                  OPHOST_VERSION, lp->dir_string_.c_str()};
   const oph_plugin_info* info = nullptr;
   oph_status* st = nullptr;
@@ -523,7 +525,7 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
     std::string problem = validate_op_def(op);
     if (!problem.empty()) {
       std::string which = "op table entry " + std::to_string(i);
-      if (op && op->struct_size >= offsetof(oph_op_def, device) + sizeof(op->device) && op->name) {
+      if (op && OPH_HAS_FIELD(oph_op_def, op, device) && op->name) {
         which += " (" + std::string(op->domain ? op->domain : "") + "::" + op->name + ")";
       }
       throw fail(Code::kFailedPrecondition, which + ": " + problem);
