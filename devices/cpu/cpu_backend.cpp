@@ -305,7 +305,7 @@ oph_status* cpu_get_properties(void* backend, int32_t device_id, oph_device_prop
                       out_props->struct_size);
   try {
     oph_device_properties p{};
-    p.struct_size = sizeof p;
+    p.struct_size = OPH_DEVICE_PROPERTIES_STRUCT_SIZE;
     p.name = b->info.name.c_str();
     p.vendor = b->info.vendor.c_str();
     p.arch = b->info.arch.c_str();
@@ -321,7 +321,7 @@ oph_status* cpu_get_properties(void* backend, int32_t device_id, oph_device_prop
     p.alignment = kAlignment;
     p.max_allocation = p.total_memory;
     // Fill only what the caller's struct holds (it may be an older, smaller layout); keep its struct_size.
-    size_t n = std::min(out_props->struct_size, sizeof p);
+    size_t n = std::min(out_props->struct_size, OPH_DEVICE_PROPERTIES_STRUCT_SIZE);
     std::memcpy(reinterpret_cast<char*>(out_props) + sizeof(size_t), reinterpret_cast<const char*>(&p) + sizeof(size_t),
                 n - sizeof(size_t));
     return nullptr;
@@ -450,7 +450,7 @@ oph_status* cpu_entry(const oph_host_info* host, const oph_plugin_info** out_inf
     }
 
     oph_device_backend_def& d = b->def;
-    d.struct_size = sizeof d;
+    d.struct_size = OPH_DEVICE_BACKEND_DEF_STRUCT_SIZE;
     d.device_type = "cpu";
     d.dl_device_type = OPH_DL_CPU;
     d.backend = b;
@@ -470,7 +470,7 @@ oph_status* cpu_entry(const oph_host_info* host, const oph_plugin_info** out_inf
     b->devices[0] = &b->def;
 
     oph_plugin_info& p = b->plugin;
-    p.struct_size = sizeof p;
+    p.struct_size = OPH_PLUGIN_INFO_STRUCT_SIZE;
     p.abi_major = OPH_ABI_MAJOR;
     p.minor_built = OPH_ABI_MINOR;
     p.minor_required = 0;

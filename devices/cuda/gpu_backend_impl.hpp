@@ -185,7 +185,7 @@ oph_status* gpu_get_properties(void* backend, int32_t device_id, oph_device_prop
   GPU_SELECT(b, device_id);
   const DeviceInfo& d = b->info[static_cast<size_t>(device_id)];
   oph_device_properties p{};
-  p.struct_size = sizeof p;
+  p.struct_size = OPH_DEVICE_PROPERTIES_STRUCT_SIZE;
   p.name = d.name.c_str();
   p.vendor = d.vendor.c_str();
   p.arch = d.arch.c_str();
@@ -208,7 +208,7 @@ oph_status* gpu_get_properties(void* backend, int32_t device_id, oph_device_prop
   p.alignment = gpuapi::kAlignment;
   p.max_allocation = p.total_memory;
   // Fill only what the caller's (possibly older, smaller) struct holds; keep its struct_size.
-  size_t n = std::min(out_props->struct_size, sizeof p);
+  size_t n = std::min(out_props->struct_size, OPH_DEVICE_PROPERTIES_STRUCT_SIZE);
   std::memcpy(reinterpret_cast<char*>(out_props) + sizeof(size_t), reinterpret_cast<const char*>(&p) + sizeof(size_t),
               n - sizeof(size_t));
   return nullptr;
@@ -408,7 +408,7 @@ oph_status* gpu_entry(const oph_host_info* host, const oph_plugin_info** out_inf
   b->services = services;
 
   oph_device_backend_def& d = b->def;
-  d.struct_size = sizeof d;
+  d.struct_size = OPH_DEVICE_BACKEND_DEF_STRUCT_SIZE;
   d.device_type = gpuapi::kDeviceType;
   d.dl_device_type = gpuapi::kDlDeviceType;
   d.backend = b;
@@ -428,7 +428,7 @@ oph_status* gpu_entry(const oph_host_info* host, const oph_plugin_info** out_inf
   b->devices[0] = &b->def;
 
   oph_plugin_info& p = b->plugin;
-  p.struct_size = sizeof p;
+  p.struct_size = OPH_PLUGIN_INFO_STRUCT_SIZE;
   p.abi_major = OPH_ABI_MAJOR;
   p.minor_built = OPH_ABI_MINOR;
   p.minor_required = 0;

@@ -233,7 +233,7 @@ oph_status* null_entry(const oph_host_info* host, const oph_plugin_info** out_in
   // hard; otherwise do it lazily in enumerate and report "inactive" with the reason when it is missing.
 
   oph_device_backend_def& d = b->def;
-  d.struct_size = sizeof d;  // the size this plugin was built with; the host reads only what lies inside
+  d.struct_size = OPH_DEVICE_BACKEND_DEF_STRUCT_SIZE;  // the end of its last field as this plugin was built
   d.device_type = kDeviceType;
   d.dl_device_type = kDlDeviceType;
   d.backend = b;  // handed back as the first argument of every function below
@@ -253,7 +253,7 @@ oph_status* null_entry(const oph_host_info* host, const oph_plugin_info** out_in
   b->devices[0] = &b->def;
 
   oph_plugin_info& p = b->plugin;
-  p.struct_size = sizeof p;
+  p.struct_size = OPH_PLUGIN_INFO_STRUCT_SIZE;
   p.abi_major = OPH_ABI_MAJOR;
   p.minor_built = OPH_ABI_MINOR;
   p.minor_required = 0;  // raise it only when you use a field or service added in a later minor

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
+#include <string>
 #include <string_view>
 #include <new>
 
@@ -103,20 +105,23 @@ void scratch_free(void*, oph_device, void* p) {
 
 // Values the host itself provides to every pack: "threads" = the intra-op pool's thread count (packs with their
 // own threading runtime, such as oneDNN's OpenMP, size it to match instead of oversubscribing).
+// The header promises a returned string stays valid until the plugin's release: every value ever returned is
+// interned here and never freed or overwritten (a std::set's nodes never move), so a later call, for any
+// plugin or key, cannot change a string a pack still holds. The set grows only by distinct values.
 const char* config_get(void*, const char*, const char* key) {
   if (!key || std::string_view(key) != "threads") return nullptr;
   static std::mutex m;
-  static std::string value;  // valid until the next call; packs copy or parse it at once
+  static std::set<std::string, std::less<>> interned;
+  std::string value = std::to_string(ThreadPool::global().threads());
   std::lock_guard lock(m);
-  value = std::to_string(ThreadPool::global().threads());
-  return value.c_str();
+  return interned.insert(std::move(value)).first->c_str();
 }
 
 }  // namespace
 
 // The services every plugin receives: parallel_for runs on the process-wide intra-op pool.
 oph_host_services g_services = {
-    sizeof(oph_host_services), nullptr, status_create, status_code, status_message, status_destroy, log_line,
+    OPH_HOST_SERVICES_STRUCT_SIZE, nullptr, status_create, status_code, status_message, status_destroy, log_line,
     parallel_for,       scratch_alloc, scratch_free, config_get,
 };
 

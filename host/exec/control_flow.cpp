@@ -30,7 +30,7 @@ const char* cf_kernel_impl(void* state, bool* is_reference) {
 
 oph_op_def make_def(const char* name, const char* doc) {
   oph_op_def d{};
-  d.struct_size = sizeof(oph_op_def);
+  d.struct_size = OPH_OP_DEF_STRUCT_SIZE;
   d.domain = "";
   d.name = name;
   d.since_version = 1;

@@ -218,7 +218,7 @@ struct GenericFrame {
     }
     st.out_values = &pn.outputs;
     ctx = oph_compute_context{};
-    ctx.struct_size = sizeof(ctx);
+    ctx.struct_size = OPH_COMPUTE_CONTEXT_STRUCT_SIZE;
     ctx.services = host_services();
     ctx.num_inputs = in_ptrs.size();
     ctx.inputs = in_ptrs.data();
@@ -346,7 +346,7 @@ std::shared_ptr<ExecPlan> Session::Impl::make_plan(std::vector<std::vector<int64
       // MAY_INPLACE: reuse the input's buffer when this node is the input's last reader and sizes match.
       int shared = -1;
       for (size_t a = 0; a < pn.op->num_aliases; ++a) {
-        const oph_alias_def* al = OPH_ARRAY_AT(oph_alias_def, pn.op->aliases, pn.op->aliases[0].struct_size, a);
+        const oph_alias_def* al = pn.op->aliases[a];
         if (al->kind != OPH_ALIAS_MAY_INPLACE || al->output_index != static_cast<int32_t>(o)) continue;
         if (al->input_index < 0 || static_cast<size_t>(al->input_index) >= pn.inputs.size()) continue;
         int in = pn.inputs[al->input_index];
@@ -452,7 +452,7 @@ std::unique_ptr<BoundRun> Session::Impl::bind(const ExecPlan& plan) {
     const PreparedNode& pn = nodes[ni];
     oph_compute_context& c = r->calls[ni];
     c = oph_compute_context{};
-    c.struct_size = sizeof(c);
+    c.struct_size = OPH_COMPUTE_CONTEXT_STRUCT_SIZE;
     c.services = host_services();
     c.num_inputs = pn.inputs.size();
     c.inputs = r->input_ptrs.data() + r->input_ptrs.size();

@@ -19,9 +19,9 @@ struct CopyState {
 };
 
 oph_status* copy_infer(const oph_infer_context* c) {
-  c->outputs[0].dtype = c->inputs[0].dtype;
-  c->outputs[0].ndim = c->inputs[0].ndim;
-  for (int32_t k = 0; k < c->inputs[0].ndim && k < OPH_MAX_NDIM; ++k) c->outputs[0].shape[k] = c->inputs[0].shape[k];
+  c->outputs[0]->dtype = c->inputs[0]->dtype;
+  c->outputs[0]->ndim = c->inputs[0]->ndim;
+  for (int32_t k = 0; k < c->inputs[0]->ndim && k < OPH_MAX_NDIM; ++k) c->outputs[0]->shape[k] = c->inputs[0]->shape[k];
   return nullptr;
 }
 
@@ -39,8 +39,9 @@ oph_status* copy_compute(void* state, const oph_compute_context* c) {
   return st->backend->copy(st->backend->backend, 0, st->kind, dst, src, bytes, nullptr);
 }
 
-const oph_io_def kCopyIo[1] = {{sizeof(oph_io_def), "X", "T", OPH_ARITY_SINGLE, 1, OPH_MEMORY_DEVICE}};
-const oph_op_def kCopyOp = {sizeof(oph_op_def), "ophost", "Copy", 1, OPH_OPSET_MAX, "any", kCopyIo, 1, kCopyIo, 1,
+const oph_io_def kCopyIoDef = {OPH_IO_DEF_STRUCT_SIZE, "X", "T", OPH_ARITY_SINGLE, 1, OPH_MEMORY_DEVICE};
+const oph_io_def* const kCopyIo[1] = {&kCopyIoDef};
+const oph_op_def kCopyOp = {OPH_OP_DEF_STRUCT_SIZE, "ophost", "Copy", 1, OPH_OPSET_MAX, "any", kCopyIo, 1, kCopyIo, 1,
                             nullptr, 0, nullptr, 0, nullptr, 0, 0, nullptr, copy_infer, nullptr, nullptr,
                             copy_compute, "copy between host and device memory"};
 
@@ -196,9 +197,7 @@ size_t insert_copies(Session::Impl& s, const std::map<std::string, DeviceTarget>
       int v = pn.inputs[i];
       if (v < 0) continue;
       size_t f = std::min(i, pn.op->num_inputs ? pn.op->num_inputs - 1 : 0);
-      bool host_input = pn.op->num_inputs &&
-                        OPH_ARRAY_AT(oph_io_def, pn.op->inputs, pn.op->inputs[0].struct_size, f)->memory ==
-                            OPH_MEMORY_HOST;
+      bool host_input = pn.op->num_inputs && pn.op->inputs[f]->memory == OPH_MEMORY_HOST;
       const std::string need = host_input ? std::string("cpu") : pn.device;
       if (s.values[v].device != need) pn.inputs[i] = copy_of(v, need);
     }

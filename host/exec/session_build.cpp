@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -26,11 +27,15 @@ namespace {
 
 std::string op_id(const Node& n) { return (n.domain.empty() ? std::string() : n.domain + "::") + n.op_type; }
 
-const oph_io_def* io_at(const oph_io_def* base, size_t i) {
-  return OPH_ARRAY_AT(oph_io_def, base, base[0].struct_size, i);
-}
-const oph_attr_def* attr_at(const oph_op_def* op, size_t i) {
-  return OPH_ARRAY_AT(oph_attr_def, op->attributes, op->attributes[0].struct_size, i);
+const oph_io_def* io_at(const oph_io_def* const* base, size_t i) { return base[i]; }
+const oph_attr_def* attr_at(const oph_op_def* op, size_t i) { return op->attributes[i]; }
+
+// The C view of `items` handed to a pack: an array of pointers to its elements, kept in `ptrs`.
+template <class Items, class P>
+P* const* pointers_to(Items& items, std::vector<P*>& ptrs) {
+  ptrs.clear();
+  for (auto& item : items) ptrs.push_back(&item);
+  return ptrs.data();
 }
 
 const char* attr_type_name(int32_t t) {
@@ -47,8 +52,9 @@ const char* attr_type_name(int32_t t) {
 }
 
 std::string describe_attr_default(const oph_attr_def* d) {
-  const oph_attr_value& v = d->default_value;
   if (d->required) return "required";
+  if (d->default_value == nullptr) return "optional";
+  const oph_attr_value& v = *d->default_value;
   switch (v.type) {
     case OPH_ATTR_FLOAT: {
       std::ostringstream s;
@@ -76,7 +82,7 @@ std::string schema_attrs(const oph_op_def* op) {
 // Maps the node's actual inputs onto the op's formal inputs; checks arity.
 void check_arity(const PreparedNode& pn, bool outputs) {
   const oph_op_def* op = pn.op;
-  const oph_io_def* formals = outputs ? op->outputs : op->inputs;
+  const oph_io_def* const* formals = outputs ? op->outputs : op->inputs;
   size_t nformal = outputs ? op->num_outputs : op->num_inputs;
   const std::vector<std::string>& actual = outputs ? pn.node->outputs : pn.node->inputs;
   const char* what = outputs ? "output" : "input";
@@ -135,7 +141,7 @@ void resolve_attrs(PreparedNode& pn) {
     seen[idx] = true;
     oph_attr_value& v = ra.values[idx];
     v = {};
-    v.struct_size = sizeof(oph_attr_value);
+    v.struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;
     v.type = a.type;
     switch (a.type) {
       case OPH_ATTR_FLOAT: v.f = a.f; break;
@@ -163,8 +169,11 @@ void resolve_attrs(PreparedNode& pn) {
       throw Error(Code::kInvalidArgument, pn.label + ": required attribute '" + std::string(d->name) + "' (" +
                                               attr_type_name(d->type) + ") is missing");
     }
-    ra.values[i] = d->default_value;  // points into the pack's static data (valid while it is loaded)
-    ra.values[i].struct_size = sizeof(oph_attr_value);
+    ra.values[i] = oph_attr_value{};  // no default: the kernel sees OPH_ATTR_UNDEFINED
+    if (d->default_value != nullptr) {  // points into the pack's static data (valid while it is loaded)
+      std::memcpy(&ra.values[i], d->default_value, std::min(d->default_value->struct_size, sizeof(oph_attr_value)));
+    }
+    ra.values[i].struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;
   }
 }
 
@@ -209,7 +218,7 @@ std::string dims_string(const ValueMeta& m) {
 
 oph_value_info to_value_info(const ValueMeta& meta, const Tensor* constant, oph_tensor* constant_view) {
   oph_value_info v{};
-  v.struct_size = sizeof(oph_value_info);
+  v.struct_size = OPH_VALUE_INFO_STRUCT_SIZE;
   v.present = true;
   v.dtype = to_dl(meta.dtype);
   v.ndim = meta.rank_known ? static_cast<int32_t>(meta.shape.size()) : -1;
@@ -234,6 +243,9 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
     }
   }
   std::vector<oph_value_info> in_infos, out_infos;
+  std::vector<const oph_value_info*> in_ptrs;
+  std::vector<oph_value_info*> out_ptrs;
+  std::vector<const oph_attr_value*> attr_ptrs;
   std::vector<oph_tensor> const_views;
   for (const PreparedNode& pn : nodes) {
     if (pn.control) {  // If/Loop/Scan: shapes through the bodies
@@ -262,7 +274,7 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
     for (size_t i = 0; i < pn.inputs.size(); ++i) {
       int v = pn.inputs[i];
       if (v < 0) {
-        in_infos[i].struct_size = sizeof(oph_value_info);
+        in_infos[i].struct_size = OPH_VALUE_INFO_STRUCT_SIZE;
         in_infos[i].present = false;
         continue;
       }
@@ -277,8 +289,7 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
       const oph_io_def* d = io_at(op->inputs, f);
       const oph_type_constraint* tc = nullptr;
       for (size_t c = 0; c < op->num_type_constraints; ++c) {
-        const oph_type_constraint* t = OPH_ARRAY_AT(oph_type_constraint, op->type_constraints,
-                                                    op->type_constraints[0].struct_size, c);
+        const oph_type_constraint* t = op->type_constraints[c];
         if (d->type_var && std::string_view(t->type_var) == d->type_var) tc = t;
       }
       if (!tc) continue;
@@ -306,20 +317,20 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
     }
     out_infos.assign(pn.outputs.size(), oph_value_info{});
     for (size_t o = 0; o < pn.outputs.size(); ++o) {
-      out_infos[o].struct_size = sizeof(oph_value_info);
+      out_infos[o].struct_size = OPH_VALUE_INFO_STRUCT_SIZE;
       out_infos[o].present = pn.outputs[o] >= 0;
       out_infos[o].ndim = -2;  // sentinel: infer must set it
     }
     oph_infer_context ic{};
-    ic.struct_size = sizeof(ic);
+    ic.struct_size = OPH_INFER_CONTEXT_STRUCT_SIZE;
     ic.services = host_services();
     ic.op = op;
     ic.num_inputs = in_infos.size();
-    ic.inputs = in_infos.data();
+    ic.inputs = pointers_to(in_infos, in_ptrs);
     ic.num_outputs = out_infos.size();
-    ic.outputs = out_infos.data();
+    ic.outputs = pointers_to(out_infos, out_ptrs);
     ic.num_attrs = pn.attrs.values.size();
-    ic.attrs = pn.attrs.values.data();
+    ic.attrs = pointers_to(pn.attrs.values, attr_ptrs);
     ic.node_name = pn.node->name.c_str();
     throw_if_error(op->infer(&ic), pn.label + ": shape inference failed");
     for (size_t o = 0; o < pn.outputs.size(); ++o) {
@@ -576,32 +587,40 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
 
 namespace {
 
-// A standard opset newer than any loaded pack knows would run with guessed (the newest known) semantics: refused
-// unless the caller allows it. Custom domains version their own ops: their packs' ranges decide.
+// A standard opset from the future (newer than every released ONNX opset and every op version a loaded pack
+// registers) would run with guessed semantics: refused unless the caller allows it. Opsets up to the newest
+// released one load: packs register open-ended version ranges for ops that did not change since. Custom
+// domains version their own ops: their packs' ranges decide.
 void check_opset_imports(const Model& m, const OpRegistry& registry, bool allow_newer) {
+  // ONNX 1.18 (the release of IR version 11, the newest the model loader reads).
+  static const std::map<std::string, int64_t> kNewestReleased = {{"", 23}, {"ai.onnx.ml", 5}};
   for (const auto& [domain, version] : m.opset_imports) {
-    if (domain != "" && domain != "ai.onnx.ml") continue;
-    int64_t newest = 0;
+    auto released = kNewestReleased.find(domain);
+    if (released == kNewestReleased.end()) continue;
+    int64_t newest_op = 0;
     std::string pack;
     for (const OpEntry* e : registry.all()) {
-      if (e->domain != domain || e->since_version <= newest) continue;
-      newest = e->since_version;
+      if (e->domain != domain || e->since_version <= newest_op) continue;
+      newest_op = e->since_version;
       pack = e->source.plugin_name;
     }
-    if (newest == 0 || version <= newest) continue;
+    const int64_t newest = std::max(released->second, newest_op);
+    if (version <= newest) continue;
     const std::string name = domain.empty() ? "ai.onnx" : domain;
     const std::string what = m.path.string() + ": imports " + name + " opset " + std::to_string(version) +
-                             ", newer than any loaded pack knows (the newest is " + std::to_string(newest) +
-                             ", from pack '" + pack + "')";
+                             ", newer than the newest released " + name + " opset (" +
+                             std::to_string(released->second) + ", ONNX 1.18)" +
+                             (pack.empty() ? std::string()
+                                           : " and any op version the loaded packs register (the newest is opset " +
+                                                 std::to_string(newest_op) + ", in pack '" + pack + "')");
     if (!allow_newer) {
       throw Error(Code::kUnimplemented, what + "; export the model with opset " + std::to_string(newest) +
                                             " or lower, or pass --allow-newer-opset (SessionOptions::"
-                                            "allow_newer_opset) to run it with opset " + std::to_string(newest) +
-                                            " semantics");
+                                            "allow_newer_opset) to run it with the newest semantics the packs know");
     }
     spdlog::log(g_quiet_build ? spdlog::level::debug : spdlog::level::warn,
-                "{}; running it with opset {} semantics (--allow-newer-opset): ops changed in later opsets may "
-                "behave differently", what, newest);
+                "{}; running it with the newest semantics the packs know (--allow-newer-opset): ops changed in "
+                "later opsets may behave differently", what);
   }
 }
 
@@ -743,7 +762,7 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
       int v = pn.inputs[i];
       if (v < 0) {
         oph_value_info absent{};
-        absent.struct_size = sizeof(absent);
+        absent.struct_size = OPH_VALUE_INFO_STRUCT_SIZE;
         ins.push_back(absent);
       } else {
         ins.push_back(to_value_info(s->static_plan.values[v], s->values[v].constant, &views[i]));
@@ -752,22 +771,24 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     for (int v : pn.outputs) {
       if (v < 0) {
         oph_value_info absent{};
-        absent.struct_size = sizeof(absent);
+        absent.struct_size = OPH_VALUE_INFO_STRUCT_SIZE;
         outs.push_back(absent);
       } else {
         outs.push_back(to_value_info(s->static_plan.values[v], nullptr, nullptr));
       }
     }
+    std::vector<const oph_value_info*> in_ptrs, out_ptrs;
+    std::vector<const oph_attr_value*> attr_ptrs;
     oph_kernel_create_args a{};
-    a.struct_size = sizeof(a);
+    a.struct_size = OPH_KERNEL_CREATE_ARGS_STRUCT_SIZE;
     a.services = host_services();
     a.op = pn.op;
     a.num_inputs = ins.size();
-    a.inputs = ins.data();
+    a.inputs = pointers_to(ins, in_ptrs);
     a.num_outputs = outs.size();
-    a.outputs = outs.data();
+    a.outputs = pointers_to(outs, out_ptrs);
     a.num_attrs = pn.attrs.values.size();
-    a.attrs = pn.attrs.values.data();
+    a.attrs = pointers_to(pn.attrs.values, attr_ptrs);
     a.node_name = pn.node->name.c_str();
     a.device = {pn.dl_type, 0};
     throw_if_error(guarded_create_kernel(pn, &a, &pn.state), pn.label + ": create_kernel failed");

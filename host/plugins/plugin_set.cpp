@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
@@ -38,7 +39,9 @@ namespace {
 
 std::atomic<std::size_t> g_dlopen_count{0};
 
-constexpr size_t kPluginInfoV10 = offsetof(oph_plugin_info, release) + sizeof(((oph_plugin_info*)0)->release);
+// What a producer of ABI 1.0 writes (pinned here if a minor ever appends to oph_plugin_info).
+constexpr size_t kPluginInfoV10 = OPH_PLUGIN_INFO_STRUCT_SIZE;
+static_assert(kPluginInfoV10 == OPH_STRUCT_SIZE(oph_plugin_info, release), "oph_plugin_info grew: pin its 1.0 size");
 
 std::string abi_string(uint32_t major, uint32_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
@@ -97,6 +100,36 @@ std::string dlerror_text(const std::string& boost_message, const fs::path& libra
   return e ? std::string(e) : boost_message;
 }
 
+// Why `library` cannot be a shared library for this process, from its ELF header ("" when the header fits): a
+// library built for another architecture makes dlopen say only "wrong ELF class" or "No such file or directory".
+std::string elf_mismatch(const std::string& library) {
+  const UniqueFd fd(::open(library.c_str(), O_RDONLY | O_CLOEXEC));
+  Elf64_Ehdr h{};
+  if (fd.get() < 0 || ::pread(fd.get(), &h, sizeof h, 0) < static_cast<ssize_t>(EI_NIDENT)) return "";
+  if (std::memcmp(h.e_ident, ELFMAG, SELFMAG) != 0) return "it is not an ELF file (no ELF header)";
+#if defined(__x86_64__)
+  constexpr uint16_t kMachine = EM_X86_64;
+  const char* host = "x86-64";
+#elif defined(__aarch64__)
+  constexpr uint16_t kMachine = EM_AARCH64;
+  const char* host = "aarch64";
+#else
+  return "";
+#endif
+  static const std::map<uint16_t, const char*> names = {{EM_X86_64, "x86-64"}, {EM_AARCH64, "aarch64"},
+                                                        {EM_386, "i386"},     {EM_ARM, "32-bit ARM"},
+                                                        {EM_RISCV, "RISC-V"}, {EM_PPC64, "ppc64"},
+                                                        {EM_S390, "s390x"}};
+  const bool elf64 = h.e_ident[EI_CLASS] == ELFCLASS64;
+  uint16_t machine = h.e_machine;
+  if (h.e_ident[EI_DATA] != ELFDATA2LSB) machine = static_cast<uint16_t>((machine >> 8) | (machine << 8));
+  if (elf64 && machine == kMachine) return "";
+  auto it = names.find(machine);
+  return std::string("it is built for ") + (it != names.end() ? it->second : "another architecture") +
+         " (ELF machine " + std::to_string(machine) + (elf64 ? "" : ", 32-bit") + ") but this host runs " + host +
+         "; install the plugin built for " + host;
+}
+
 std::string format_gib(uint64_t bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
@@ -121,7 +154,7 @@ std::vector<std::string> describe_devices(const oph_device_backend_def& dev, con
   }
   for (int32_t i = 0; i < count; ++i) {
     oph_device_properties props{};
-    props.struct_size = sizeof(props);
+    props.struct_size = OPH_DEVICE_PROPERTIES_STRUCT_SIZE;
     std::string d = type + ":" + std::to_string(i);
     oph_status* ps = dev.get_properties(dev.backend, i, &props);
     if (ps != nullptr) {
@@ -374,6 +407,8 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
     lp->library_.load(boost::dll::fs::path(load_path),
                       boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
+    if (const std::string why = elf_mismatch(load_path); !why.empty())
+      throw fail(Code::kFailedPrecondition, "cannot load " + library.string() + ": " + why);
     throw fail(Code::kFailedPrecondition,
                "cannot load " + library.string() + ": " + dlerror_text(e.what(), fs::path(load_path)));
   }
@@ -400,7 +435,7 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
   auto& entry = lp->library_.get<std::remove_pointer_t<oph_plugin_entry_fn>>(OPH_PLUGIN_ENTRY_SYMBOL);
 
   // Handshake.
-  lp->host_info_ = oph_host_info{sizeof(oph_host_info), OPH_ABI_MAJOR, OPH_ABI_MINOR, host_services(),
+  lp->host_info_ = oph_host_info{OPH_HOST_INFO_STRUCT_SIZE, OPH_ABI_MAJOR, OPH_ABI_MINOR, host_services(),
                                  OPHOST_VERSION, lp->dir_string_.c_str()};
   const oph_plugin_info* info = nullptr;
   oph_status* st = nullptr;
@@ -490,7 +525,7 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const fs::path& library, const 
     std::string problem = validate_op_def(op);
     if (!problem.empty()) {
       std::string which = "op table entry " + std::to_string(i);
-      if (op && op->struct_size >= offsetof(oph_op_def, device) + sizeof(op->device) && op->name) {
+      if (op && OPH_HAS_FIELD(oph_op_def, op, device) && op->name) {
         which += " (" + std::string(op->domain ? op->domain : "") + "::" + op->name + ")";
       }
       throw fail(Code::kFailedPrecondition, which + ": " + problem);

@@ -9,16 +9,24 @@ namespace ophost {
 
 namespace {
 
-// Size of the ABI 1.0 layout of a boundary struct: the end of its last 1.0 field. Frozen: when a minor appends
-// fields, these stay as they are (a 1.0 producer writes exactly this much).
-#define OPH_V10_SIZE(type, last) (offsetof(type, last) + sizeof(((type*)0)->last))
-constexpr size_t kOpDefV10 = OPH_V10_SIZE(oph_op_def, doc);
-constexpr size_t kIoDefV10 = OPH_V10_SIZE(oph_io_def, memory);
-constexpr size_t kTypeConstraintV10 = OPH_V10_SIZE(oph_type_constraint, num_allowed);
-constexpr size_t kAttrDefV10 = OPH_V10_SIZE(oph_attr_def, default_value);
-constexpr size_t kAliasDefV10 = OPH_V10_SIZE(oph_alias_def, kind);
-constexpr size_t kDeviceDefV10 = OPH_V10_SIZE(oph_device_backend_def, event_elapsed_ms);
-#undef OPH_V10_SIZE
+// The smallest struct_size accepted for each table struct: what a producer of ABI 1.0 writes. Until a minor
+// appends a field to a struct this is its public OPH_*_STRUCT_SIZE; the static_asserts fail when a minor moves
+// a constant, so that its 1.0 minimum is then pinned here (as oph_op_def's, which 1.1 grew by kernel_impl).
+constexpr size_t kOpDefV10 = OPH_OP_DEF_STRUCT_SIZE_1_0;
+constexpr size_t kIoDefV10 = OPH_IO_DEF_STRUCT_SIZE;
+constexpr size_t kTypeConstraintV10 = OPH_TYPE_CONSTRAINT_STRUCT_SIZE;
+constexpr size_t kAttrDefV10 = OPH_ATTR_DEF_STRUCT_SIZE;
+constexpr size_t kAttrValueV10 = OPH_ATTR_VALUE_STRUCT_SIZE;
+constexpr size_t kAliasDefV10 = OPH_ALIAS_DEF_STRUCT_SIZE;
+constexpr size_t kDeviceDefV10 = OPH_DEVICE_BACKEND_DEF_STRUCT_SIZE;
+static_assert(kIoDefV10 == OPH_STRUCT_SIZE(oph_io_def, memory), "oph_io_def grew: pin its 1.0 size here");
+static_assert(kTypeConstraintV10 == OPH_STRUCT_SIZE(oph_type_constraint, num_allowed),
+              "oph_type_constraint grew: pin its 1.0 size here");
+static_assert(kAttrDefV10 == OPH_STRUCT_SIZE(oph_attr_def, default_value), "oph_attr_def grew: pin its 1.0 size here");
+static_assert(kAttrValueV10 == OPH_STRUCT_SIZE(oph_attr_value, count), "oph_attr_value grew: pin its 1.0 size here");
+static_assert(kAliasDefV10 == OPH_STRUCT_SIZE(oph_alias_def, kind), "oph_alias_def grew: pin its 1.0 size here");
+static_assert(kDeviceDefV10 == OPH_STRUCT_SIZE(oph_device_backend_def, event_elapsed_ms),
+              "oph_device_backend_def grew: pin its 1.0 size here");
 
 // Larger than any plausible boundary struct: a struct_size above this is garbage (uninitialized memory).
 constexpr size_t kMaxStructSize = 1u << 16;
@@ -37,22 +45,18 @@ bool valid_attr_type(int32_t t) {
   }
 }
 
-// Checks the stride of an array of boundary structs (the struct_size of its first element) and every element's
-// own struct_size. Returns "" or the problem.
+// Checks an array of pointers to boundary structs: no NULL entry, every element's struct_size between the ABI
+// 1.0 size and kMaxStructSize. Returns "" or the problem.
 template <typename T>
-std::string check_array(const T* base, size_t count, size_t min_size, const char* what) {
+std::string check_array(const T* const* base, size_t count, size_t min_size, const char* what) {
   if (count == 0) return "";
   if (base == nullptr) return std::string(what) + " is NULL but its count is " + std::to_string(count);
-  size_t stride = base->struct_size;
-  if (stride < min_size || stride > kMaxStructSize) {
-    return std::string(what) + "[0].struct_size is " + std::to_string(stride) + "; ABI 1.0 needs at least " +
-           std::to_string(min_size) + " (was the struct initialized with the SDK's helpers?)";
-  }
-  for (size_t i = 1; i < count; ++i) {
-    const T* e = OPH_ARRAY_AT(T, base, stride, i);
-    if (e->struct_size < min_size || e->struct_size > stride) {
-      return std::string(what) + "[" + std::to_string(i) + "].struct_size is " + std::to_string(e->struct_size) +
-             "; expected " + std::to_string(stride) + " like element 0";
+  for (size_t i = 0; i < count; ++i) {
+    std::string where = std::string(what) + "[" + std::to_string(i) + "]";
+    if (base[i] == nullptr) return where + " is NULL";
+    if (base[i]->struct_size < min_size || base[i]->struct_size > kMaxStructSize) {
+      return where + "->struct_size is " + std::to_string(base[i]->struct_size) + "; ABI 1.0 needs at least " +
+             std::to_string(min_size) + " (was the struct initialized with its OPH_*_STRUCT_SIZE constant?)";
     }
   }
   return "";
@@ -109,7 +113,7 @@ std::string validate_op_def(const oph_op_def* op) {
 
   std::set<std::string> type_vars;
   for (size_t i = 0; i < op->num_type_constraints; ++i) {
-    const auto* tc = OPH_ARRAY_AT(oph_type_constraint, op->type_constraints, op->type_constraints->struct_size, i);
+    const oph_type_constraint* tc = op->type_constraints[i];
     std::string where = "type_constraints[" + std::to_string(i) + "]";
     if (!nonempty(tc->type_var)) return where + ".type_var is empty";
     if (!type_vars.insert(tc->type_var).second) return where + ": type variable '" + str(tc->type_var) + "' twice";
@@ -117,9 +121,9 @@ std::string validate_op_def(const oph_op_def* op) {
     if (tc->allowed == nullptr) return where + ".allowed is NULL but num_allowed is " + std::to_string(tc->num_allowed);
   }
 
-  auto check_io = [&](const oph_io_def* base, size_t n, const char* what, bool is_input) -> std::string {
+  auto check_io = [&](const oph_io_def* const* ios, size_t n, const char* what, bool is_input) -> std::string {
     for (size_t i = 0; i < n; ++i) {
-      const auto* io = OPH_ARRAY_AT(oph_io_def, base, base->struct_size, i);
+      const oph_io_def* io = ios[i];
       std::string where = std::string(what) + "[" + std::to_string(i) + "]";
       if (io->name == nullptr) return where + ".name is NULL";
       if (!nonempty(io->type_var)) return where + " ('" + str(io->name) + "') has no type variable";
@@ -145,20 +149,25 @@ std::string validate_op_def(const oph_op_def* op) {
 
   std::set<std::string> attr_names;
   for (size_t i = 0; i < op->num_attributes; ++i) {
-    const auto* a = OPH_ARRAY_AT(oph_attr_def, op->attributes, op->attributes->struct_size, i);
+    const oph_attr_def* a = op->attributes[i];
     std::string where = "attributes[" + std::to_string(i) + "]";
     if (!nonempty(a->name)) return where + ".name is empty";
     where += " ('" + std::string(a->name) + "')";
     if (!attr_names.insert(a->name).second) return where + " is declared twice";
     if (!valid_attr_type(a->type)) return where + " has invalid type " + std::to_string(a->type);
-    int32_t dt = a->default_value.type;
-    if (a->required && dt != OPH_ATTR_UNDEFINED) return where + " is required but has a default value";
-    if (dt != OPH_ATTR_UNDEFINED && dt != a->type) {
-      return where + " has type " + std::to_string(a->type) + " but its default value has type " +
-             std::to_string(dt);
+    const oph_attr_value* dv = a->default_value;
+    if (dv != nullptr && (dv->struct_size < kAttrValueV10 || dv->struct_size > kMaxStructSize)) {
+      return where + ": the default value's struct_size is " + std::to_string(dv->struct_size) +
+             "; ABI 1.0 needs at least " + std::to_string(kAttrValueV10);
     }
-    if (dt != OPH_ATTR_UNDEFINED) {
-      const oph_attr_value& v = a->default_value;
+    if (a->required && dv != nullptr) return where + " is required but has a default value";
+    if (dv != nullptr && dv->type != a->type) {
+      return where + " has type " + std::to_string(a->type) + " but its default value has type " +
+             std::to_string(dv->type);
+    }
+    if (dv != nullptr) {
+      const oph_attr_value& v = *dv;
+      int32_t dt = v.type;
       bool ok = true;
       switch (dt) {
         case OPH_ATTR_STRING: ok = v.s != nullptr; break;
@@ -173,7 +182,7 @@ std::string validate_op_def(const oph_op_def* op) {
   }
 
   for (size_t i = 0; i < op->num_aliases; ++i) {
-    const auto* al = OPH_ARRAY_AT(oph_alias_def, op->aliases, op->aliases->struct_size, i);
+    const oph_alias_def* al = op->aliases[i];
     std::string where = "aliases[" + std::to_string(i) + "]";
     if (al->input_index < 0 || static_cast<size_t>(al->input_index) >= op->num_inputs) {
       return where + ".input_index " + std::to_string(al->input_index) + " is out of range (the op has " +

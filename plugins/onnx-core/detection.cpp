@@ -141,9 +141,23 @@ void roi_align_compute(oph::KernelContext& ctx, bool has_ctm) {
         rw = std::max(rw, T(1));
         rh = std::max(rh, T(1));
       }
+      if (!std::isfinite(static_cast<double>(rw)) || !std::isfinite(static_cast<double>(rh)))
+        fail(op + ": roi " + std::to_string(n) + " has a non-finite coordinate");
       const T bin_h = rh / static_cast<T>(PH), bin_w = rw / static_cast<T>(PW);
-      const int64_t gh = sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(rh / static_cast<T>(PH)));
-      const int64_t gw = sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(rw / static_cast<T>(PW)));
+      // sampling_ratio 0 adapts the samples per output cell to the box size: bound the total, so a hostile box
+      // (1e30 wide) is an error, not a multi-terabyte allocation.
+      const double agh = sampling > 0 ? double(sampling) : std::ceil(static_cast<double>(rh) / double(PH));
+      const double agw = sampling > 0 ? double(sampling) : std::ceil(static_cast<double>(rw) / double(PW));
+      constexpr double kMaxSamples = double(1 << 24);
+      if (std::max(agh, 1.0) * std::max(agw, 1.0) * double(PH) * double(PW) > kMaxSamples)
+        fail(op + ": roi " + std::to_string(n) + " [" + std::to_string(static_cast<double>(rp[n * 4])) + ", " +
+             std::to_string(static_cast<double>(rp[n * 4 + 1])) + ", " + std::to_string(static_cast<double>(rp[n * 4 + 2])) +
+             ", " + std::to_string(static_cast<double>(rp[n * 4 + 3])) + "] would need more than 2^24 samples (" +
+             std::to_string(agh) + " x " + std::to_string(agw) + " per output cell, sampling_ratio " +
+             std::to_string(sampling) + "); the box is far larger than any feature map: check the rois, or set "
+             "sampling_ratio");
+      const int64_t gh = static_cast<int64_t>(std::max(agh, 0.0));
+      const int64_t gw = static_cast<int64_t>(std::max(agw, 0.0));
       const T count = static_cast<T>(std::max<int64_t>(gh * gw, 1));
       std::vector<Sample> pre;
       pre.reserve(PH * PW * gh * gw);

@@ -41,8 +41,7 @@ struct DropoutKernel {
     // Opset is recovered from the schema: is_test exists in opsets 1-6, ratio as an attribute up to 11, seed from 12.
     bool has_is_test = false, has_ratio = false, has_seed_attr = false;
     for (size_t i = 0; i < at.size(); ++i) {
-      const oph_attr_def* d = OPH_ARRAY_AT(oph_attr_def, init.raw()->op->attributes,
-                                           init.raw()->op->attributes[0].struct_size, i);
+      const oph_attr_def* d = init.raw()->op->attributes[i];
       std::string n = d->name;
       if (n == "is_test") has_is_test = true;
       if (n == "ratio") has_ratio = true;

@@ -8,6 +8,21 @@
 namespace onnx_core {
 namespace {
 
+// "[-3,4]": shape_str would print a negative entry as an unknown dim.
+std::string ints_str(const std::vector<int64_t>& v) {
+  std::string out = "[";
+  for (size_t k = 0; k < v.size(); ++k) out += (k ? "," : "") + std::to_string(v[k]);
+  return out + "]";
+}
+
+// Expand's shape may hold 0 (an empty output) and 1 (keep the input's dimension), never a negative entry.
+void check_expand_shape(const std::vector<int64_t>& shape) {
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] < 0)
+      fail("Expand: shape " + ints_str(shape) + " holds a negative dimension (" + std::to_string(shape[k]) +
+           " at index " + std::to_string(k) + "); every entry must be >= 0 (1 keeps the input's dimension)");
+}
+
 void register_expand_tile(oph::Pack& pack) {
   {
     oph::OpBuilder& b =
@@ -30,11 +45,13 @@ void register_expand_tile(oph::Pack& pack) {
                 else c.set_output_unknown_rank(0, c.input_dtype(0));
                 return;
               }
+              check_expand_shape(*shape);
               c.set_output(0, c.input_dtype(0), oph::broadcast_shapes(c.input_shape(0), *shape));
             })
             .compute([](oph::KernelContext& ctx) {
               oph::TensorRef x = input(ctx, 0, "Expand");
               std::vector<int64_t> shape = read_ints(ctx.input(1).raw(), "Expand", "shape");
+              check_expand_shape(shape);
               std::vector<int64_t> oshape = oph::broadcast_shapes(x.shape(), shape);
               oph::TensorRef y = ensure_output(ctx, 0, oshape, "Expand");
               if (!y.present()) return;

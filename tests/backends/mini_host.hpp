@@ -59,7 +59,7 @@ class Plugin {
       return;
     }
     dir_ = lib.parent_path().string();
-    host_.struct_size = sizeof host_;
+    host_.struct_size = OPH_HOST_INFO_STRUCT_SIZE;
     host_.abi_major = OPH_ABI_MAJOR;
     host_.abi_minor = OPH_ABI_MINOR;
     host_.services = ophost::host_services();
@@ -191,9 +191,10 @@ using AttrValue = std::variant<float, int64_t>;
 inline std::vector<oph_attr_value> resolve_attrs(const oph_op_def* op, const std::map<std::string, AttrValue>& attrs) {
   std::vector<oph_attr_value> out;
   for (size_t i = 0; i < op->num_attributes; ++i) {
-    const oph_attr_def* d = OPH_ARRAY_AT(oph_attr_def, op->attributes, op->attributes[0].struct_size, i);
-    oph_attr_value v = d->default_value;
-    v.struct_size = sizeof v;
+    const oph_attr_def* d = op->attributes[i];
+    oph_attr_value v{};  // no default: OPH_ATTR_UNDEFINED
+    if (d->default_value) v = *d->default_value;
+    v.struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;
     if (auto it = attrs.find(d->name); it != attrs.end()) {
       v.type = d->type;
       if (auto* f = std::get_if<float>(&it->second)) v.f = *f;
@@ -204,7 +205,7 @@ inline std::vector<oph_attr_value> resolve_attrs(const oph_op_def* op, const std
   for (const auto& [name, value] : attrs) {
     bool known = false;
     for (size_t i = 0; i < op->num_attributes; ++i)
-      known |= name == OPH_ARRAY_AT(oph_attr_def, op->attributes, op->attributes[0].struct_size, i)->name;
+      known |= name == op->attributes[i]->name;
     if (!known) throw std::runtime_error(std::string(op->name) + " has no attribute " + name);
   }
   return out;
@@ -218,7 +219,7 @@ class Kernel {
       : op_(op), attrs_(resolve_attrs(op, attrs)) {
     std::vector<oph_value_info> in(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
-      in[i].struct_size = sizeof(oph_value_info);
+      in[i].struct_size = OPH_VALUE_INFO_STRUCT_SIZE;
       in[i].present = true;
       in[i].dtype = inputs[i].dtype;
       in[i].ndim = static_cast<int32_t>(inputs[i].shape.size());
@@ -226,31 +227,37 @@ class Kernel {
     }
     outs_.resize(num_outputs);
     for (auto& o : outs_) {
-      o.struct_size = sizeof(oph_value_info);
+      o.struct_size = OPH_VALUE_INFO_STRUCT_SIZE;
       o.present = true;
     }
+    std::vector<const oph_value_info*> in_ptrs;
+    std::vector<oph_value_info*> out_ptrs;
+    std::vector<const oph_attr_value*> attr_ptrs;
+    for (const auto& v : in) in_ptrs.push_back(&v);
+    for (auto& v : outs_) out_ptrs.push_back(&v);
+    for (const auto& v : attrs_) attr_ptrs.push_back(&v);
     oph_infer_context ic{};
-    ic.struct_size = sizeof ic;
+    ic.struct_size = OPH_INFER_CONTEXT_STRUCT_SIZE;
     ic.services = ophost::host_services();
     ic.op = op;
     ic.num_inputs = in.size();
-    ic.inputs = in.data();
+    ic.inputs = in_ptrs.data();
     ic.num_outputs = outs_.size();
-    ic.outputs = outs_.data();
+    ic.outputs = out_ptrs.data();
     ic.num_attrs = attrs_.size();
-    ic.attrs = attrs_.data();
+    ic.attrs = attr_ptrs.data();
     ic.node_name = "test_node";
     check(op->infer(&ic), std::string(op->name) + " infer");
     oph_kernel_create_args ca{};
-    ca.struct_size = sizeof ca;
+    ca.struct_size = OPH_KERNEL_CREATE_ARGS_STRUCT_SIZE;
     ca.services = ophost::host_services();
     ca.op = op;
     ca.num_inputs = in.size();
-    ca.inputs = in.data();
+    ca.inputs = in_ptrs.data();
     ca.num_outputs = outs_.size();
-    ca.outputs = outs_.data();
+    ca.outputs = out_ptrs.data();
     ca.num_attrs = attrs_.size();
-    ca.attrs = attrs_.data();
+    ca.attrs = attr_ptrs.data();
     ca.node_name = "test_node";
     ca.device = device;
     if (op->create_kernel) check(op->create_kernel(&ca, &state_), std::string(op->name) + " create_kernel");
@@ -297,7 +304,7 @@ struct DeviceTensor {
 inline void launch(Kernel& k, Backend& b, void* stream, const std::vector<oph_tensor*>& ins,
                    const std::vector<oph_tensor*>& outs) {
   oph_compute_context cc{};
-  cc.struct_size = sizeof cc;
+  cc.struct_size = OPH_COMPUTE_CONTEXT_STRUCT_SIZE;
   cc.services = ophost::host_services();
   cc.num_inputs = ins.size();
   cc.inputs = ins.data();

@@ -10,9 +10,10 @@
  *   FAKE_NULL_COMPUTE        the op's compute is NULL
  *   FAKE_BAD_TYPE_VAR        an input names a type variable no constraint defines
  *   FAKE_USE_HELPER          calls into libfake_helper.so (a dependency not on the loader's path)
- *   FAKE_WIDE_STRUCTS        boundary structs larger than ABI 1.0 (as a newer minor would write them)
- *   FAKE_MIN_STRUCTS         io, alias and op defs declare a struct_size smaller than the host's sizeof (ending at
- *                            their last field, as an older minor's smaller structs would); compute copies x
+ *   FAKE_WIDE_STRUCTS        boundary structs larger than this host's (as a newer minor would write them)
+ *   FAKE_MIN_STRUCTS         an older producer: its op def ends at the last 1.0 field (`doc`, before 1.1's
+ *                            kernel_impl); io and alias defs end at their last field, below the host's sizeof
+ *                            (like every producer's); compute copies x
  *   FAKE_MISBEHAVE           with fake_misbehave.cpp: create_kernel / compute come from that C++ file, which
  *                            misbehaves as one of its FAKE_MB_* switches says (see there)
  *   FAKE_DEVICE              a device backend ("fakedev") instead of an operator pack
@@ -41,20 +42,38 @@ extern int fake_helper_value(void);
 
 static const oph_host_services* g_services;
 
+/* The host is the producer of what it hands an op: each struct_size must be exactly the struct's
+ * OPH_*_STRUCT_SIZE (this plugin is built with the host's header), never sizeof with its tail padding. */
+static oph_status* host_struct_size_error(const oph_host_services* s, const char* what) {
+  char msg[128] = "fake: the host wrote a wrong struct_size in ";
+  strncat(msg, what, sizeof msg - strlen(msg) - 1);
+  return s->status_create(OPH_CODE_INTERNAL, msg);
+}
+#define FAKE_CHECK_SIZE(s, what, got, want) \
+  if ((got) != (want)) return host_struct_size_error((s), (what))
+
 static oph_status* echo_infer(const oph_infer_context* ctx) {
   size_t i;
+  FAKE_CHECK_SIZE(ctx->services, "oph_infer_context", ctx->struct_size, OPH_INFER_CONTEXT_STRUCT_SIZE);
+  FAKE_CHECK_SIZE(ctx->services, "oph_host_services", ctx->services->struct_size, OPH_HOST_SERVICES_STRUCT_SIZE);
+  for (i = 0; i < ctx->num_inputs; ++i)
+    FAKE_CHECK_SIZE(ctx->services, "an input's oph_value_info", ctx->inputs[i]->struct_size, OPH_VALUE_INFO_STRUCT_SIZE);
+  for (i = 0; i < ctx->num_outputs; ++i)
+    FAKE_CHECK_SIZE(ctx->services, "an output's oph_value_info", ctx->outputs[i]->struct_size, OPH_VALUE_INFO_STRUCT_SIZE);
+  for (i = 0; i < ctx->num_attrs; ++i)
+    FAKE_CHECK_SIZE(ctx->services, "an oph_attr_value", ctx->attrs[i]->struct_size, OPH_ATTR_VALUE_STRUCT_SIZE);
   if (ctx->num_inputs < 1 || ctx->num_outputs < 1) {
     return ctx->services->status_create(OPH_CODE_INVALID_ARGUMENT, "echo needs one input and one output");
   }
-  ctx->outputs[0].dtype = ctx->inputs[0].dtype;
-  ctx->outputs[0].ndim = ctx->inputs[0].ndim;
-  for (i = 0; i < OPH_MAX_NDIM; ++i) ctx->outputs[0].shape[i] = ctx->inputs[0].shape[i];
+  ctx->outputs[0]->dtype = ctx->inputs[0]->dtype;
+  ctx->outputs[0]->ndim = ctx->inputs[0]->ndim;
+  for (i = 0; i < OPH_MAX_NDIM; ++i) ctx->outputs[0]->shape[i] = ctx->inputs[0]->shape[i];
   return NULL;
 }
 
 static oph_status* echo_compute(void* state, const oph_compute_context* ctx) {
   (void)state;
-  (void)ctx;
+  FAKE_CHECK_SIZE(ctx->services, "oph_compute_context", ctx->struct_size, OPH_COMPUTE_CONTEXT_STRUCT_SIZE);
 #ifdef FAKE_USE_HELPER
   if (fake_helper_value() != 42) return ctx->services->status_create(OPH_CODE_INTERNAL, "helper");
 #endif
@@ -83,61 +102,57 @@ __attribute__((constructor)) static void fake_evil_constructor(void) {
 static const oph_dtype k_float32 = {OPH_DTYPE_FLOAT, 32, 1};
 
 #ifdef FAKE_WIDE_STRUCTS
-/* A newer minor appends fields: the host must stride by struct_size, not by its own sizeof. */
+/* A newer minor appends fields: the host reads each element through its pointer and ignores what lies past the
+ * fields it knows. */
 typedef struct { oph_io_def base; uint64_t appended[3]; } wide_io;
 typedef struct { oph_type_constraint base; uint64_t appended; } wide_tc;
 typedef struct { oph_op_def base; uint64_t appended[5]; } wide_op;
-static const wide_io k_inputs[2] = {
-    {{sizeof(wide_io), "x", "T", OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}, {7, 7, 7}},
-    {{sizeof(wide_io), "y", "T", OPH_ARITY_OPTIONAL, 0, OPH_MEMORY_DEVICE}, {7, 7, 7}}};
-static const wide_io k_outputs[1] = {{{sizeof(wide_io), "out", "T", OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}, {7, 7, 7}}};
-static const wide_tc k_constraints[1] = {{{sizeof(wide_tc), "T", &k_float32, 1}, 9}};
-#define IO_INPUTS (&k_inputs[0].base)
-#define IO_OUTPUTS (&k_outputs[0].base)
-#define IO_CONSTRAINTS (&k_constraints[0].base)
+#define WIDE_IO_SIZE OPH_STRUCT_SIZE(wide_io, appended)
+static const wide_io k_x = {{WIDE_IO_SIZE, "x", "T", OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}, {7, 7, 7}};
+static const wide_io k_y = {{WIDE_IO_SIZE, "y", "T", OPH_ARITY_OPTIONAL, 0, OPH_MEMORY_DEVICE}, {7, 7, 7}};
+static const wide_io k_out = {{WIDE_IO_SIZE, "out", "T", OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}, {7, 7, 7}};
+static const wide_tc k_t = {{OPH_STRUCT_SIZE(wide_tc, appended), "T", &k_float32, 1}, 9};
+static const oph_io_def* const k_inputs[2] = {&k_x.base, &k_y.base};
+static const oph_io_def* const k_outputs[1] = {&k_out.base};
+static const oph_type_constraint* const k_constraints[1] = {&k_t.base};
 #define NUM_INPUTS 2
 #else
-#ifdef FAKE_MIN_STRUCTS
-#define IO_DEF_SIZE (offsetof(oph_io_def, memory) + sizeof(int32_t))
-#define ALIAS_DEF_SIZE (offsetof(oph_alias_def, kind) + sizeof(int32_t))
-#else
-#define IO_DEF_SIZE sizeof(oph_io_def)
-#define ALIAS_DEF_SIZE sizeof(oph_alias_def)
-#endif
-static const oph_io_def k_inputs[1] = {{IO_DEF_SIZE, "x",
+/* FAKE_MIN_STRUCTS writes the same io and alias sizes as every producer (the end of the last 1.0 field, below
+ * the host's sizeof: tail padding is never claimed); what makes it an older producer is its op def below. */
+static const oph_io_def k_x = {OPH_IO_DEF_STRUCT_SIZE, "x",
 #ifdef FAKE_BAD_TYPE_VAR
-                                        "U",
+                               "U",
 #else
-                                        "T",
+                               "T",
 #endif
-                                        OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}};
-static const oph_io_def k_outputs[1] = {{IO_DEF_SIZE, "out", "T", OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE}};
-static const oph_type_constraint k_constraints[1] = {{sizeof(oph_type_constraint), "T", &k_float32, 1}};
-#define IO_INPUTS k_inputs
-#define IO_OUTPUTS k_outputs
-#define IO_CONSTRAINTS k_constraints
+                               OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE};
+static const oph_io_def k_out = {OPH_IO_DEF_STRUCT_SIZE, "out", "T", OPH_ARITY_SINGLE, 0, OPH_MEMORY_DEVICE};
+static const oph_type_constraint k_t = {OPH_TYPE_CONSTRAINT_STRUCT_SIZE, "T", &k_float32, 1};
+static const oph_io_def* const k_inputs[1] = {&k_x};
+static const oph_io_def* const k_outputs[1] = {&k_out};
+static const oph_type_constraint* const k_constraints[1] = {&k_t};
 #define NUM_INPUTS 1
 #endif
 
-static const oph_attr_def k_attrs[2] = {
-    {sizeof(oph_attr_def), "scale", OPH_ATTR_INT, false,
-     {sizeof(oph_attr_value), OPH_ATTR_INT, 0.0f, 1, NULL, NULL, NULL, NULL, NULL, 0}},
-    {sizeof(oph_attr_def), "tag", OPH_ATTR_STRING, false,
-     {sizeof(oph_attr_value), OPH_ATTR_UNDEFINED, 0.0f, 0, NULL, NULL, NULL, NULL, NULL, 0}}};
-#ifndef ALIAS_DEF_SIZE
-#define ALIAS_DEF_SIZE sizeof(oph_alias_def)
-#endif
-static const oph_alias_def k_aliases[1] = {{ALIAS_DEF_SIZE, 0, 0, OPH_ALIAS_MAY_INPLACE}};
+static const oph_attr_value k_scale_default = {OPH_ATTR_VALUE_STRUCT_SIZE, OPH_ATTR_INT, 0.0f, 1,    NULL,
+                                               NULL,                       NULL,         NULL, NULL, 0};
+static const oph_attr_def k_scale = {OPH_ATTR_DEF_STRUCT_SIZE, "scale", OPH_ATTR_INT, false, &k_scale_default};
+static const oph_attr_def k_tag = {OPH_ATTR_DEF_STRUCT_SIZE, "tag", OPH_ATTR_STRING, false, NULL}; /* no default */
+static const oph_attr_def* const k_attrs[2] = {&k_scale, &k_tag};
+static const oph_alias_def k_alias = {OPH_ALIAS_DEF_STRUCT_SIZE, 0, 0, OPH_ALIAS_MAY_INPLACE};
+static const oph_alias_def* const k_aliases[1] = {&k_alias};
 
 /* FAKE_MIN_STRUCTS: the op def of a 1.0 pack ends at `doc` (1.1 appended kernel_impl). */
 #if defined(FAKE_MIN_STRUCTS)
-#define OP_DEF_SIZE offsetof(oph_op_def, kernel_impl)
+#define OP_DEF_SIZE OPH_OP_DEF_STRUCT_SIZE_1_0
+#elif defined(FAKE_WIDE_STRUCTS)
+#define OP_DEF_SIZE OPH_STRUCT_SIZE(wide_op, appended)
 #else
-#define OP_DEF_SIZE sizeof(OP_STRUCT)
+#define OP_DEF_SIZE OPH_OP_DEF_STRUCT_SIZE
 #endif
 #define ECHO_DEF(since, end)                                                                              \
-  {OP_DEF_SIZE, "fake", "echo", (since), (end), "cpu", IO_INPUTS, NUM_INPUTS, IO_OUTPUTS, 1,        \
-   IO_CONSTRAINTS, 1, k_attrs, 2, k_aliases, 1, 0, NULL, echo_infer, CREATE_FN, DESTROY_FN, COMPUTE_FN,  \
+  {OP_DEF_SIZE, "fake", "echo", (since), (end), "cpu", k_inputs, NUM_INPUTS, k_outputs, 1,                \
+   k_constraints, 1, k_attrs, 2, k_aliases, 1, 0, NULL, echo_infer, CREATE_FN, DESTROY_FN, COMPUTE_FN,   \
    "copies its input"}
 
 #ifdef FAKE_MISBEHAVE
@@ -160,16 +175,14 @@ oph_status* fake_mb_compute(void* state, const oph_compute_context* ctx);
 #endif
 
 #ifdef FAKE_WIDE_STRUCTS
-#define OP_STRUCT wide_op
 static const wide_op k_echo_wide = {ECHO_DEF(1, OPH_OPSET_MAX), {1, 2, 3, 4, 5}};
 static const wide_op k_echo2_wide = {
-    {sizeof(wide_op), "", "Identity", 1, 13, "cpu", IO_INPUTS, 1, IO_OUTPUTS, 1, IO_CONSTRAINTS, 1, NULL, 0, NULL,
+    {OP_DEF_SIZE, "", "Identity", 1, 13, "cpu", k_inputs, 1, k_outputs, 1, k_constraints, 1, NULL, 0, NULL,
      0, 0, NULL, echo_infer, NULL, NULL, echo_compute, NULL},
     {1, 2, 3, 4, 5}};
 static const oph_op_def* const k_ops[2] = {&k_echo_wide.base, &k_echo2_wide.base};
 #define NUM_OPS 2
 #else
-#define OP_STRUCT oph_op_def
 static const oph_op_def k_echo = ECHO_DEF(1, OPH_OPSET_MAX);
 static const oph_op_def* const k_ops[1] = {&k_echo};
 #define NUM_OPS 1
@@ -214,7 +227,7 @@ static oph_status* dev_copy(void* b, int32_t id, int32_t kind, void* dst, const 
   return NULL;
 }
 static const oph_device_backend_def k_device = {
-    sizeof(oph_device_backend_def), "fakedev", OPH_DL_EXT_DEV, NULL, dev_enumerate, dev_props, dev_alloc, dev_free,
+    OPH_DEVICE_BACKEND_DEF_STRUCT_SIZE, "fakedev", OPH_DL_EXT_DEV, NULL, dev_enumerate, dev_props, dev_alloc, dev_free,
     dev_copy, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 static const oph_device_backend_def* const k_devices[1] = {&k_device};
 #endif
@@ -242,8 +255,9 @@ static oph_status* fake_entry(const oph_host_info* host, const oph_plugin_info**
   if (host->abi_major != OPH_ABI_MAJOR) {
     return host->services->status_create(OPH_CODE_FAILED_PRECONDITION, "unsupported host ABI");
   }
+  FAKE_CHECK_SIZE(host->services, "oph_host_info", host->struct_size, OPH_HOST_INFO_STRUCT_SIZE);
   memset(&k_info, 0, sizeof k_info);
-  k_info.struct_size = sizeof k_info;
+  k_info.struct_size = OPH_PLUGIN_INFO_STRUCT_SIZE;
   k_info.abi_major = FAKE_ABI_MAJOR;
   k_info.minor_built = OPH_ABI_MINOR;
 #ifdef FAKE_MINOR_REQUIRED_BUMP

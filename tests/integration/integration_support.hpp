@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
+#include <ophost/runtime.hpp>
 
 #include <cerrno>
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -187,6 +189,15 @@ inline ProcResult ophost(const std::vector<std::string>& args, const RunOptions&
   } while (0)
 
 // ---------------------------------------------------------------------------------------------------------------
+// A Runtime that loads only this build tree's plugins (no $OPHOST_PLUGIN_PATH, no default folder).
+inline std::unique_ptr<Runtime> build_tree_runtime() {
+  RuntimeOptions ro;
+  ro.use_env_plugin_path = false;
+  ro.plugin_paths = {kPluginDir};
+  ro.use_default_plugin_dir = false;
+  return std::make_unique<Runtime>(ro);
+}
+
 // Small ONNX models built with the protobuf classes.
 
 struct ModelBuilder {

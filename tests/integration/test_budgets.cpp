@@ -9,14 +9,6 @@
 namespace ophost::itest {
 namespace {
 
-std::unique_ptr<Runtime> make_runtime() {
-  RuntimeOptions ro;
-  ro.use_env_plugin_path = false;
-  ro.plugin_paths = {kPluginDir};
-  ro.use_default_plugin_dir = false;
-  return std::make_unique<Runtime>(ro);
-}
-
 Tensor i64s(std::vector<int64_t> v) {
   Tensor t(DType::kInt64, {static_cast<int64_t>(v.size())});
   std::copy(v.begin(), v.end(), t.data_as<int64_t>());
@@ -42,7 +34,7 @@ TEST(Budgets, TensorCapAppliesToShapesKnownOnlyWhileRunning) {
   out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
   b.node("Expand", {"x", "shape"}, {"y"}, "expand");
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   SessionOptions so;
   so.max_tensor_bytes = 1 << 20;
   auto s = rt->load(b.save(dir / "expand.onnx"), so);
@@ -65,7 +57,7 @@ TEST(Budgets, MemoryLimitDefaultsToHalfOfPhysicalMemory) {
   EXPECT_GT(half, size_t{0});
   EXPECT_EQ(SessionOptions{}.mem_limit, half);
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   auto s = rt->load(unary_model("Relu", "", {{"", 13}}).save(dir / "relu.onnx"));
   EXPECT_EQ(s->memory_stats().bytes_limit, static_cast<int64_t>(half));
   SessionOptions none;
@@ -108,7 +100,7 @@ fs::path endless_loop(const fs::path& dir) {
 
 TEST(Budgets, RunTimeoutStopsALongRunNamingTheOption) {
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   for (auto mode : {SessionOptions::ExecutionMode::kSequential, SessionOptions::ExecutionMode::kParallel}) {
     SessionOptions so;
     so.execution_mode = mode;
@@ -171,7 +163,7 @@ TEST(Budgets, RecurrentHiddenSizeIsCheckedAgainstRBeforeAnythingIsSized) {
   auto* n = b.node("LSTM", {"x", "W", "R"}, {"y"}, "lstm");
   ModelBuilder::attr_int(n, "hidden_size", int64_t{1} << 28);
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   try {
     rt->load(b.save(dir / "lstm.onnx"));
     FAIL() << "expected a load error";

@@ -77,14 +77,6 @@ void attr_ints(onnx::NodeProto* n, const std::string& name, const std::vector<in
   for (int64_t x : v) a->add_ints(x);
 }
 
-std::unique_ptr<Runtime> make_runtime() {
-  RuntimeOptions ro;
-  ro.use_env_plugin_path = false;
-  ro.plugin_paths = {kPluginDir};
-  ro.use_default_plugin_dir = false;
-  return std::make_unique<Runtime>(ro);
-}
-
 Tensor floats(std::vector<int64_t> shape, std::vector<float> v) {
   Tensor t(DType::kFloat32, std::move(shape));
   std::copy(v.begin(), v.end(), t.data_as<float>());
@@ -134,7 +126,7 @@ ModelBuilder if_model() {
 
 TEST(ControlFlow, IfRunsTheChosenBranchWithOuterValues) {
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   auto session = rt->load(if_model().save(dir / "if.onnx"));
   const std::vector<float> x = {-1, 2, -3, 4, -5, 6};
   for (bool c : {true, false}) {
@@ -166,7 +158,7 @@ TEST(ControlFlow, IfBranchesOfDifferentShapes) {
   attr_graph(n, "then_branch", then_g);
   attr_graph(n, "else_branch", else_g);
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   auto session = rt->load(b.save(dir / "if_shapes.onnx"));
   std::vector<NamedTensor> o;
   session->run({{"x", floats({2, 3}, {1, 2, 3, 4, 5, 6})}, {"c", scalar_bool(false)}}, o);
@@ -192,7 +184,7 @@ TEST(ControlFlow, CapturedValueRenamedByIdentityEliminationStillBinds) {
   attr_graph(n, "then_branch", then_g);
   attr_graph(n, "else_branch", else_g);
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   for (int level : {0, 3}) {
     SessionOptions so;
     so.opt_level = level;
@@ -237,7 +229,7 @@ ModelBuilder loop_model(bool with_cond_from_body) {
 
 TEST(ControlFlow, LoopCarriesValuesAndStacksScanOutputs) {
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   auto session = rt->load(loop_model(true).save(dir / "loop.onnx"));
   const std::vector<float> x = {1, 2, 3};
   struct Case {
@@ -266,7 +258,7 @@ TEST(ControlFlow, LoopThatNeverEndsStopsAtTheIterationCap) {
   auto* loop = b.m.mutable_graph()->mutable_node(0);
   loop->set_input(0, "");
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   SessionOptions so;
   so.max_loop_iterations = 1000;
   auto session = rt->load(b.save(dir / "forever.onnx"), so);
@@ -301,7 +293,7 @@ TEST(ControlFlow, ScanReverseAlongAxisOne) {
   attr_ints(n, "scan_output_axes", {1});
   attr_ints(n, "scan_output_directions", {1});
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   auto session = rt->load(b.save(dir / "scan.onnx"));
   std::vector<NamedTensor> o;
   session->run({{"x", floats({2, 4}, {1, 2, 3, 4, 10, 20, 30, 40})}, {"init", floats({2}, {0, 0})}}, o);
@@ -312,7 +304,7 @@ TEST(ControlFlow, ScanReverseAlongAxisOne) {
 
 TEST(ControlFlow, ParallelModeAndProfilingRunTheBodies) {
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   SessionOptions so;
   so.execution_mode = SessionOptions::ExecutionMode::kParallel;
   so.profile = true;
@@ -329,7 +321,7 @@ TEST(ControlFlow, ParallelModeAndProfilingRunTheBodies) {
 
 TEST(ControlFlow, LoadErrorsNameTheNodeAndTheFix) {
   TempDir dir;
-  auto rt = make_runtime();
+  auto rt = build_tree_runtime();
   {  // a branch reading a value defined nowhere
     ModelBuilder b = if_model();
     auto* then_g = b.m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->mutable_g();

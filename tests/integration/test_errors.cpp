@@ -64,15 +64,16 @@ class Errors : public ::testing::Test {
 TEST_F(Errors, StandardOpsetNewerThanThePacksKnowIsRefusedUnlessAllowed) {
   const fs::path model = unary_model("Relu", "", {{"", 99}}).save(tmp / "opset99.onnx");
   ProcResult r = run_fails(model, {"--plugin-path", kPluginDir.string()});
-  EXPECT_CONTAINS(r.err, "imports ai.onnx opset 99, newer than any loaded pack knows (the newest is ");
-  EXPECT_CONTAINS(r.err, "from pack 'onnx-core'); export the model with opset ");
+  EXPECT_CONTAINS(r.err, "imports ai.onnx opset 99, newer than the newest released ai.onnx opset (23, ONNX 1.18) "
+                         "and any op version the loaded packs register (the newest is opset ");
+  EXPECT_CONTAINS(r.err, "in pack 'onnx-core'); export the model with opset 23 or lower");
   EXPECT_CONTAINS(r.err, "--allow-newer-opset");
   EXPECT_CONTAINS(load_error(model), "imports ai.onnx opset 99");
   // Allowed: it runs, and says with which semantics.
   ProcResult ok = ophost({"run", model.string(), "--random", "--allow-newer-opset", "--plugin-path",
                           kPluginDir.string()});
   EXPECT_EQ(ok.exit_code, 0) << ok.describe();
-  EXPECT_CONTAINS(ok.err, "semantics (--allow-newer-opset)");
+  EXPECT_CONTAINS(ok.err, "running it with the newest semantics the packs know (--allow-newer-opset)");
 }
 
 TEST_F(Errors, DeclaredOutputTypeMustBeTheProducedOne) {
@@ -92,6 +93,42 @@ TEST_F(Errors, DeclaredOutputTypeMustBeTheProducedOne) {
                          kPluginDir.string()});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_CONTAINS(r.err, "graph output 'y' is declared float32 [9,9] but is produced as float32 [4]");
+}
+
+TEST_F(Errors, ExpandToANegativeDimensionNamesIt) {
+  ModelBuilder b;
+  b.input("x", {1, 4}).output("y", {3, 4});
+  auto* shape = b.m.mutable_graph()->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(TensorProto::INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(-3);
+  shape->add_int64_data(4);
+  b.node("Expand", {"x", "shape"}, {"y"}, "expand");
+  const std::string msg = load_error(b.save(tmp / "expand.onnx"));
+  EXPECT_CONTAINS(msg, "node 'expand' (Expand, opset 13)");
+  EXPECT_CONTAINS(msg, "Expand: shape [-3,4] holds a negative dimension (-3 at index 0); every entry must be >= 0");
+}
+
+TEST_F(Errors, RoiAlignWithAHugeBoxIsAnErrorNotAnAllocation) {
+  ModelBuilder b({{"", 16}});
+  b.input("x", {1, 1, 8, 8}).input("rois", {1, 4}).input("idx", {1}, TensorProto::INT64).output("y", {1, 1, 2, 2});
+  auto* n = b.node("RoiAlign", {"x", "rois", "idx"}, {"y"}, "roi");
+  ModelBuilder::attr_int(n, "output_height", 2);
+  ModelBuilder::attr_int(n, "output_width", 2);
+  auto s = runtime().load(b.save(tmp / "roi.onnx"));
+  Tensor x(DType::kFloat32, {1, 1, 8, 8}), rois(DType::kFloat32, {1, 4}), idx(DType::kInt64, {1});
+  rois.data_as<float>()[2] = 1e30f;
+  rois.data_as<float>()[3] = 1e30f;
+  std::string msg;
+  try {
+    s->run({{"x", x}, {"rois", rois}, {"idx", idx}});
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_CONTAINS(msg, "node 'roi' (RoiAlign, opset 16)");
+  EXPECT_CONTAINS(msg, "would need more than 2^24 samples");
+  EXPECT_CONTAINS(msg, "check the rois, or set sampling_ratio");
 }
 
 TEST_F(Errors, ModelFileMissing) {

@@ -258,7 +258,8 @@ TEST(AbiCompat, SmallerStructSizeOfAnOlderProducerLoadsAndRuns) {
   fs::path root = tmp.path() / "plugins";
   install_with_manifest(root, "fakeold", FAKE_PLUGIN_fakeold);
 
-  // In process: the loader accepts it and the op's io/alias defs really are smaller than this host's structs.
+  // In process: the loader accepts it; its op def is a 1.0 one (no kernel_impl, smaller than this host's) and its
+  // io/alias defs end at their last field, inside this host's sizeof (tail padding is never claimed).
   DiscoveryOptions opt;
   opt.plugin_paths = {root};
   opt.use_env_plugin_path = false;
@@ -267,9 +268,12 @@ TEST(AbiCompat, SmallerStructSizeOfAnOlderProducerLoadsAndRuns) {
     PluginSet set = PluginSet::discover(opt);
     ASSERT_EQ(set.loaded().size(), 1u) << (set.reports().empty() ? "" : set.reports()[0].reason);
     const oph_op_def* op = set.loaded()[0]->ops().at(0);
-    EXPECT_LT(op->inputs[0].struct_size, sizeof(oph_io_def));
-    EXPECT_LT(op->outputs[0].struct_size, sizeof(oph_io_def));
-    EXPECT_LT(op->aliases[0].struct_size, sizeof(oph_alias_def));
+    EXPECT_EQ(op->struct_size, OPH_OP_DEF_STRUCT_SIZE_1_0);
+    EXPECT_LT(op->struct_size, OPH_OP_DEF_STRUCT_SIZE);
+    EXPECT_FALSE(OPH_HAS_FIELD(oph_op_def, op, kernel_impl));
+    EXPECT_LT(op->inputs[0]->struct_size, sizeof(oph_io_def));
+    EXPECT_LT(op->outputs[0]->struct_size, sizeof(oph_io_def));
+    EXPECT_LT(op->aliases[0]->struct_size, sizeof(oph_alias_def));
   }
 
   // Through the command: a model using fake::echo runs and gives its input back.

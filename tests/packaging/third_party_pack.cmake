@@ -33,6 +33,8 @@ file(MAKE_DIRECTORY "${WORK_DIR}")
 # 1. install
 step(NAME install COMMAND "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
 foreach(f IN ITEMS bin/ophost include/ophost/ophost_plugin.h include/ophost/ophost_plugin.hpp
+                   include/ophost/sdk/status.hpp include/ophost/sdk/types.hpp include/ophost/sdk/attrs.hpp
+                   include/ophost/sdk/infer.hpp include/ophost/sdk/kernel.hpp include/ophost/sdk/pack.hpp
                    include/ophost/runtime.hpp lib/cmake/ophost/ophostConfig.cmake
                    lib/cmake/ophost/ophostConfigVersion.cmake lib/cmake/ophost/OphostPlugin.cmake
                    lib/cmake/ophost/ophostTargets.cmake lib/pkgconfig/ophost.pc

@@ -1,12 +1,15 @@
-/* Freezes the layouts of ABI 1.0 (LP64): a reordered, resized or inserted field fails the build. Appending a
- * field at the end of a struct (a minor bump) changes only its size: update the size here, add a line to
- * sdk/ABI.md, and keep every existing offset. */
+/* Freezes the layouts of ABI 1.x (LP64): a reordered, resized or inserted field fails the build, and so does any
+ * size change this file does not list: sizeof of every struct and the struct_size constant producers write
+ * (OPH_*_STRUCT_SIZE, the end of the last field) are both pinned. Appending a field at the end of a struct (a
+ * minor bump) changes only its sizes: add its offset line, update that struct's OPH_FROZEN_SIZE and
+ * OPH_FROZEN_STRUCT_SIZE lines, add a line to sdk/ABI.md, and keep every existing offset. */
 #include <ophost/ophost_plugin.h>
 
 #include <stddef.h>
 
 #define OPH_FROZEN_OFFSET(type, field, off) _Static_assert(offsetof(type, field) == (off), #type "." #field " moved")
 #define OPH_FROZEN_SIZE(type, size) _Static_assert(sizeof(type) == (size), #type " changed size")
+#define OPH_FROZEN_STRUCT_SIZE(constant, size) _Static_assert((constant) == (size), #constant " changed")
 
 #if defined(__LP64__)
 OPH_FROZEN_SIZE(oph_device, 8);
@@ -59,7 +62,7 @@ OPH_FROZEN_OFFSET(oph_attr_def, name, 8);
 OPH_FROZEN_OFFSET(oph_attr_def, type, 16);
 OPH_FROZEN_OFFSET(oph_attr_def, required, 20);
 OPH_FROZEN_OFFSET(oph_attr_def, default_value, 24);
-OPH_FROZEN_SIZE(oph_attr_def, 96);
+OPH_FROZEN_SIZE(oph_attr_def, 32); /* default_value is a pointer: oph_attr_value may grow */
 
 OPH_FROZEN_OFFSET(oph_alias_def, input_index, 8);
 OPH_FROZEN_OFFSET(oph_alias_def, output_index, 12);
@@ -165,6 +168,30 @@ OPH_FROZEN_OFFSET(oph_plugin_info, num_devices, 72);
 OPH_FROZEN_OFFSET(oph_plugin_info, plugin_state, 80);
 OPH_FROZEN_OFFSET(oph_plugin_info, release, 88);
 OPH_FROZEN_SIZE(oph_plugin_info, 96);
+
+/* What producers write in struct_size: the end of the last field, without tail padding (io and alias defs:
+ * 36 and 20, while their sizeof is 40 and 24). */
+OPH_FROZEN_STRUCT_SIZE(OPH_HOST_SERVICES_STRUCT_SIZE, 88);
+OPH_FROZEN_STRUCT_SIZE(OPH_IO_DEF_STRUCT_SIZE, 36);
+OPH_FROZEN_STRUCT_SIZE(OPH_TYPE_CONSTRAINT_STRUCT_SIZE, 32);
+OPH_FROZEN_STRUCT_SIZE(OPH_ATTR_VALUE_STRUCT_SIZE, 72);
+OPH_FROZEN_STRUCT_SIZE(OPH_ATTR_DEF_STRUCT_SIZE, 32);
+OPH_FROZEN_STRUCT_SIZE(OPH_ALIAS_DEF_STRUCT_SIZE, 20);
+OPH_FROZEN_STRUCT_SIZE(OPH_VALUE_INFO_STRUCT_SIZE, 160);
+OPH_FROZEN_STRUCT_SIZE(OPH_INFER_CONTEXT_STRUCT_SIZE, 80);
+OPH_FROZEN_STRUCT_SIZE(OPH_KERNEL_CREATE_ARGS_STRUCT_SIZE, 88);
+OPH_FROZEN_STRUCT_SIZE(OPH_COMPUTE_CONTEXT_STRUCT_SIZE, 80);
+OPH_FROZEN_STRUCT_SIZE(OPH_OP_DEF_STRUCT_SIZE_1_0, 176);
+OPH_FROZEN_STRUCT_SIZE(OPH_OP_DEF_STRUCT_SIZE, 184); /* 1.1: kernel_impl */
+OPH_FROZEN_STRUCT_SIZE(OPH_DEVICE_PROPERTIES_STRUCT_SIZE, 96);
+OPH_FROZEN_STRUCT_SIZE(OPH_DEVICE_BACKEND_DEF_STRUCT_SIZE, 136);
+OPH_FROZEN_STRUCT_SIZE(OPH_HOST_INFO_STRUCT_SIZE, 40);
+OPH_FROZEN_STRUCT_SIZE(OPH_PLUGIN_INFO_STRUCT_SIZE, 96);
+
+/* Named enum types exist (fields stay int32_t) and keep their values. */
+_Static_assert(sizeof(oph_attr_type) > 0 && OPH_ATTR_STRINGS == 8, "oph_attr_type");
+_Static_assert(sizeof(oph_status_code) > 0 && OPH_CODE_UNAUTHENTICATED == 16, "oph_status_code");
+_Static_assert(sizeof(oph_alias_kind) > 0 && OPH_ALIAS_MUTATES_INPUT == 2, "oph_alias_kind");
 
 _Static_assert(OPH_ABI_MAJOR == 1, "ABI major changed: freeze a new layout file");
 #endif

@@ -36,7 +36,7 @@ class CpuBackend : public ::testing::Test {
     auto entry = reinterpret_cast<oph_plugin_entry_fn>(dlsym(handle_, OPH_PLUGIN_ENTRY_SYMBOL));
     ASSERT_NE(entry, nullptr) << OPH_PLUGIN_ENTRY_SYMBOL << " not exported";
 
-    host_.struct_size = sizeof host_;
+    host_.struct_size = OPH_HOST_INFO_STRUCT_SIZE;
     host_.abi_major = OPH_ABI_MAJOR;
     host_.abi_minor = OPH_ABI_MINOR;
     host_.services = ophost::host_services();
@@ -64,7 +64,7 @@ class CpuBackend : public ::testing::Test {
 };
 
 TEST_F(CpuBackend, Handshake) {
-  EXPECT_EQ(info_->struct_size, sizeof(oph_plugin_info));
+  EXPECT_EQ(info_->struct_size, OPH_PLUGIN_INFO_STRUCT_SIZE);
   EXPECT_EQ(info_->abi_major, static_cast<uint32_t>(OPH_ABI_MAJOR));
   EXPECT_EQ(info_->minor_built, static_cast<uint32_t>(OPH_ABI_MINOR));
   EXPECT_LE(info_->minor_required, static_cast<uint32_t>(OPH_ABI_MINOR));
@@ -72,7 +72,7 @@ TEST_F(CpuBackend, Handshake) {
   EXPECT_NE(info_->version, nullptr);
   EXPECT_EQ(info_->kind, OPH_PLUGIN_KIND_DEVICE_BACKEND);
   EXPECT_EQ(info_->num_ops, 0u);
-  EXPECT_EQ(dev_->struct_size, sizeof(oph_device_backend_def));
+  EXPECT_EQ(dev_->struct_size, OPH_DEVICE_BACKEND_DEF_STRUCT_SIZE);
   EXPECT_STREQ(dev_->device_type, "cpu");
   EXPECT_EQ(dev_->dl_device_type, OPH_DL_CPU);
   EXPECT_NE(dev_->enumerate, nullptr);

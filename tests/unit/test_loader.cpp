@@ -92,7 +92,7 @@ TEST_F(Loader, GoodPluginLoadsAndItsOpTableMatches) {
   EXPECT_EQ(op->end_version, OPH_OPSET_MAX);
   EXPECT_EQ(op->num_inputs, 1u);
   EXPECT_EQ(op->num_attributes, 2u);
-  EXPECT_STREQ(op->attributes[0].name, "scale");
+  EXPECT_STREQ(op->attributes[0]->name, "scale");
   EXPECT_NE(op->compute, nullptr);
   EXPECT_EQ(p.info()->abi_major, static_cast<uint32_t>(OPH_ABI_MAJOR));
   EXPECT_EQ(set.find("fakegood"), &p);
@@ -212,6 +212,24 @@ TEST_F(Loader, MissingDependencyReportsDlerrorVerbatim) {
   EXPECT_THAT(msg, Not(HasSubstr("Bad file descriptor")));
 }
 
+TEST_F(Loader, LibraryForAnotherArchitectureSaysSo) {
+  // fakegood with its ELF header's e_machine set to aarch64 (183) and the manifest's sha256 matching that
+  // file: dlopen refuses it ("wrong ELF class" or "No such file or directory"); the message says why.
+  fs::path dir = install_plugin(tmp_.path(), "fakearm", kGood, "fakearm");
+  const fs::path lib = dir / fs::path(kGood).filename();
+  {
+    std::fstream f(lib, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(18);  // e_machine, little-endian
+    const char aarch64[2] = {char(183), 0};
+    f.write(aarch64, 2);
+  }
+  Manifest m = test::fake_manifest("fakearm", lib);
+  write_manifest(m, dir / kManifestFileName);
+  std::string msg = rejection(tmp_.path(), "fakearm", false);
+  EXPECT_THAT(msg, HasSubstr("cannot load " + lib.string() + ": it is built for aarch64 (ELF machine 183) but "
+                             "this host runs x86-64; install the plugin built for x86-64"));
+}
+
 TEST_F(Loader, EntrySymbolMissing) {
   install_plugin(tmp_.path(), "fakenoentry", FAKE_PLUGIN_fakenoentry, "fakenoentry");
   std::string msg = rejection(tmp_.path(), "fakenoentry", false);
@@ -269,7 +287,7 @@ TEST_F(Loader, ProvidesMustEqualTheTables) {
   EXPECT_THAT(msg, HasSubstr("ops in the library but not in the manifest: fake::echo [1+] on cpu"));
 }
 
-TEST_F(Loader, WiderStructsOfANewerMinorAreWalkedByStructSize) {
+TEST_F(Loader, WiderStructsOfANewerMinorAreReadThroughTheirPointers) {
   fs::path lib = FAKE_PLUGIN_fakewide;
   Manifest m = manifest_from_library(lib, "operator-pack");
   fs::path dir = tmp_ / "fakewide";
@@ -281,8 +299,10 @@ TEST_F(Loader, WiderStructsOfANewerMinorAreWalkedByStructSize) {
   EXPECT_THAT(set.reports()[0].ops, ElementsAre("fake::echo [1+] on cpu", "ai.onnx::Identity [1-13] on cpu"));
   const oph_op_def* op = set.loaded()[0]->ops()[0];
   ASSERT_EQ(op->num_inputs, 2u);
-  EXPECT_GT(op->inputs[0].struct_size, sizeof(oph_io_def));
-  EXPECT_STREQ(OPH_ARRAY_AT(oph_io_def, op->inputs, op->inputs[0].struct_size, 1)->name, "y");
+  EXPECT_GT(op->struct_size, OPH_OP_DEF_STRUCT_SIZE);
+  EXPECT_GT(op->inputs[0]->struct_size, OPH_IO_DEF_STRUCT_SIZE);
+  EXPECT_GT(op->type_constraints[0]->struct_size, OPH_TYPE_CONSTRAINT_STRUCT_SIZE);
+  EXPECT_STREQ(op->inputs[1]->name, "y");
 }
 
 TEST_F(Loader, DeviceBackendDescribesItsDevices) {

@@ -27,7 +27,7 @@ class NullBackend : public ::testing::Test {
     ASSERT_NE(handle_, nullptr) << dlerror();
     auto entry = reinterpret_cast<oph_plugin_entry_fn>(dlsym(handle_, OPH_PLUGIN_ENTRY_SYMBOL));
     ASSERT_NE(entry, nullptr);
-    host_.struct_size = sizeof host_;
+    host_.struct_size = OPH_HOST_INFO_STRUCT_SIZE;
     host_.abi_major = OPH_ABI_MAJOR;
     host_.abi_minor = OPH_ABI_MINOR;
     host_.services = ophost::host_services();

@@ -15,7 +15,7 @@ oph_status* dummy_compute(void*, const oph_compute_context*) { return nullptr; }
 
 oph_op_def make_op(const char* domain, const char* name, int32_t since, int32_t end, const char* device) {
   oph_op_def op{};
-  op.struct_size = sizeof(op);
+  op.struct_size = OPH_OP_DEF_STRUCT_SIZE;
   op.domain = domain;
   op.name = name;
   op.since_version = since;

@@ -6,7 +6,7 @@
 # mounts) and deb.debian.org.
 #
 #   tools/dev/fresh-check.sh [--only-configure] [--worktree] [--reuse] [--dir DIR] [--verbose]
-#   tools/dev/fresh-check.sh --deb PATH/ophost_VERSION_ARCH.deb [--reuse]
+#   tools/dev/fresh-check.sh --deb PATH/ophost_VERSION_ARCH.deb [--python-deb PATH/python3-ophost_...deb] [--reuse]
 #
 #   --only-configure  run tools/dev/deps.sh and `cmake --preset default` only (a few minutes instead of the
 #                     full build and test, which take well over 20 minutes on 2 cores)
@@ -19,12 +19,14 @@
 #   --deb FILE        instead: `apt-get install ./FILE` (the runtime package alone) in the fresh system, then
 #                     `ophost plugins` (no rejection allowed) and an example model; fails when the install
 #                     pulled in a HIP or CUDA runtime
+#   --python-deb FILE with --deb: also `apt-get install ./FILE` (the python3-ophost package), then
+#                     `python3 -c 'import ophost'` runs the example model through the installed module
 # Environment: OPHOST_FRESH_MIRROR (default http://deb.debian.org/debian).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 repo="$PWD"
 
-dir=/var/tmp/ophost-fresh only_configure=0 worktree=0 reuse=0 verbose=0 deb=
+dir=/var/tmp/ophost-fresh only_configure=0 worktree=0 reuse=0 verbose=0 deb= python_deb=
 while [ $# -gt 0 ]; do
   case "$1" in
     --only-configure) only_configure=1; shift ;;
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
     --dir) dir="$2"; shift 2 ;;
     --verbose) verbose=1; shift ;;
     --deb) deb="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
+    --python-deb) python_deb="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh-check: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -218,6 +221,19 @@ if [ -n "$deb" ]; then
   step "ophost plugins: 0 rejected" plugins_clean
   step "ophost run an example model" in_chroot \
     'ophost run examples/models/mixed_small.onnx --input x=examples/models/mixed_small.input.x.npy'
+  if [ -n "$python_deb" ]; then
+    [ -f "$python_deb" ] || { say "no such package: $python_deb"; exit 2; }
+    cp "$python_deb" "$root/tmp/"
+    pyname="$(basename "$python_deb")"
+    step "apt-get install ./$pyname" in_chroot "DEBIAN_FRONTEND=noninteractive apt-get install -y -q /tmp/$pyname"
+    step "python3: import ophost, run the example model" in_chroot "python3 -c '
+import numpy as np, ophost
+s = ophost.InferenceSession(\"examples/models/mixed_small.onnx\")
+(y,) = s.run(None, {\"x\": np.load(\"examples/models/mixed_small.input.x.npy\")})
+np.testing.assert_allclose(y, np.load(\"examples/models/mixed_small.output.y.npy\"), rtol=1e-4, atol=1e-5)
+print(\"import ophost:\", ophost.__file__, ophost.get_available_providers(), y.shape)
+'"
+  fi
   exit 0
 fi
 if [ "$only_configure" = 1 ]; then

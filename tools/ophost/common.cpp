@@ -125,8 +125,8 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "bytes the session's memory pool may take (default: half of this machine's physical memory; 0 = no limit); "
        "exceeding it is an out-of-memory error naming the value and sizes")
       ("allow-newer-opset", po::bool_switch(&opts.allow_newer_opset),
-       "run a model whose ai.onnx / ai.onnx.ml opset is newer than every loaded pack knows, with the newest "
-       "semantics known (a warning says so); without it such a model is refused at load")
+       "run a model whose ai.onnx / ai.onnx.ml opset is newer than every released one (ai.onnx 23, ai.onnx.ml 5) "
+       "with the newest semantics the packs know (a warning says so); without it such a model is refused at load")
       ("run-timeout", po::value(&opts.run_timeout_ms)->default_value(0),
        "milliseconds one run may take (0 = no limit); checked before every node and Loop/Scan iteration, so a "
        "kernel already running finishes first")

@@ -39,7 +39,7 @@ using namespace pack;
 void check_definition_extras(const oph_op_def* op, const std::string& label, Report& report) {
   size_t before = report.count();
   for (size_t i = 0; i < op->num_type_constraints; ++i) {
-    const auto* tc = OPH_ARRAY_AT(oph_type_constraint, op->type_constraints, op->type_constraints->struct_size, i);
+    const oph_type_constraint* tc = op->type_constraints[i];
     for (size_t k = 0; k < tc->num_allowed; ++k) {
       if (!known_dtype(tc->allowed[k])) {
         report.finding({label, "type variable '" + std::string(tc->type_var) + "' allows " +

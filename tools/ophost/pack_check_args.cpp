@@ -33,7 +33,7 @@ void Report::add(Entry e) {
 
 oph_attr_value AttrArg::view() const {
   oph_attr_value v{};
-  v.struct_size = sizeof v;
+  v.struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;
   v.type = type;
   v.f = f;
   v.i = i;
@@ -118,16 +118,12 @@ size_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-const oph_io_def* io_at(const oph_io_def* base, size_t i) { return OPH_ARRAY_AT(oph_io_def, base, base->struct_size, i); }
-const oph_attr_def* attr_at(const oph_op_def* op, size_t i) {
-  return OPH_ARRAY_AT(oph_attr_def, op->attributes, op->attributes->struct_size, i);
-}
-const oph_alias_def* alias_at(const oph_op_def* op, size_t i) {
-  return OPH_ARRAY_AT(oph_alias_def, op->aliases, op->aliases->struct_size, i);
-}
+const oph_io_def* io_at(const oph_io_def* const* base, size_t i) { return base[i]; }
+const oph_attr_def* attr_at(const oph_op_def* op, size_t i) { return op->attributes[i]; }
+const oph_alias_def* alias_at(const oph_op_def* op, size_t i) { return op->aliases[i]; }
 const oph_type_constraint* tc_for(const oph_op_def* op, const char* var) {
   for (size_t i = 0; i < op->num_type_constraints; ++i) {
-    const auto* tc = OPH_ARRAY_AT(oph_type_constraint, op->type_constraints, op->type_constraints->struct_size, i);
+    const oph_type_constraint* tc = op->type_constraints[i];
     if (tc->type_var && var && std::strcmp(tc->type_var, var) == 0) return tc;
   }
   return nullptr;
@@ -135,7 +131,7 @@ const oph_type_constraint* tc_for(const oph_op_def* op, const char* var) {
 
 namespace {
 
-std::vector<const oph_io_def*> expand(const oph_io_def* base, size_t n) {
+std::vector<const oph_io_def*> expand(const oph_io_def* const* base, size_t n) {
   std::vector<const oph_io_def*> out;
   for (size_t i = 0; i < n; ++i) {
     const oph_io_def* io = io_at(base, i);

@@ -311,8 +311,9 @@ class OpChecker {
         continue;
       }
       if (a->required) missing.push_back(a->name);
-      oph_attr_value v = a->default_value;
-      v.struct_size = sizeof(oph_attr_value);
+      oph_attr_value v{};  // no default: the kernel sees OPH_ATTR_UNDEFINED
+      if (a->default_value) std::memcpy(&v, a->default_value, std::min(a->default_value->struct_size, sizeof v));
+      v.struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;
       attrs_.push_back(v);
     }
     if (missing.empty()) return true;
@@ -344,7 +345,7 @@ class OpChecker {
     std::vector<std::map<std::string, oph_dtype>> assignments;
     std::map<std::string, oph_dtype> base;
     for (size_t i = 0; i < op_->num_type_constraints; ++i) {
-      const auto* tc = OPH_ARRAY_AT(oph_type_constraint, op_->type_constraints, op_->type_constraints->struct_size, i);
+      const oph_type_constraint* tc = op_->type_constraints[i];
       for (size_t k = 0; k < tc->num_allowed; ++k)
         if (fillable(tc->allowed[k])) { base[tc->type_var] = tc->allowed[k]; break; }
     }
@@ -466,27 +467,29 @@ class OpChecker {
     out_infos.assign(out_formal_.size(), oph_value_info{});
     for (size_t i = 0; i < inputs.size(); ++i) {
       oph_value_info& v = in_infos[i];
-      v.struct_size = sizeof v;
+      v.struct_size = OPH_VALUE_INFO_STRUCT_SIZE;
       v.present = true;
       v.dtype = inputs[i].dtype;
       v.ndim = static_cast<int32_t>(inputs[i].shape.size());
       std::copy(inputs[i].shape.begin(), inputs[i].shape.end(), v.shape);
     }
     for (auto& v : out_infos) {
-      v.struct_size = sizeof v;
+      v.struct_size = OPH_VALUE_INFO_STRUCT_SIZE;
       v.present = true;
       v.ndim = -2;  // infer must set it
     }
     oph_infer_context ic{};
-    ic.struct_size = sizeof ic;
+    std::vector<oph_value_info*> in_ptrs = pointers_to(in_infos), out_ptrs = pointers_to(out_infos);
+    std::vector<oph_attr_value*> attr_ptrs = pointers_to(attrs_);
+    ic.struct_size = OPH_INFER_CONTEXT_STRUCT_SIZE;
     ic.services = check_services();
     ic.op = op_;
     ic.num_inputs = in_infos.size();
-    ic.inputs = in_infos.data();
+    ic.inputs = in_ptrs.data();
     ic.num_outputs = out_infos.size();
-    ic.outputs = out_infos.data();
+    ic.outputs = out_ptrs.data();
     ic.num_attrs = attrs_.size();
-    ic.attrs = attrs_.data();
+    ic.attrs = attr_ptrs.data();
     ic.node_name = "pack_check";
     if (std::string err = status_error(op_->infer(&ic)); !err.empty()) {
       r.outcome = RunResult::Outcome::kInferRejected;
@@ -556,15 +559,17 @@ class OpChecker {
     if (op_->create_kernel) {
       stage_(probe, "create_kernel");
       oph_kernel_create_args ka{};
-      ka.struct_size = sizeof ka;
+      std::vector<oph_value_info*> in_info_ptrs = pointers_to(in_infos), out_info_ptrs = pointers_to(out_infos);
+      std::vector<oph_attr_value*> attr_ptrs = pointers_to(attrs_);
+      ka.struct_size = OPH_KERNEL_CREATE_ARGS_STRUCT_SIZE;
       ka.services = check_services();
       ka.op = op_;
       ka.num_inputs = in_infos.size();
-      ka.inputs = in_infos.data();
+      ka.inputs = in_info_ptrs.data();
       ka.num_outputs = out_infos.size();
-      ka.outputs = out_infos.data();
+      ka.outputs = out_info_ptrs.data();
       ka.num_attrs = attrs_.size();
-      ka.attrs = attrs_.data();
+      ka.attrs = attr_ptrs.data();
       ka.node_name = "pack_check";
       ka.device = {OPH_DL_CPU, 0};
       if (std::string e = status_error(op_->create_kernel(&ka, &state)); !e.empty()) {
@@ -601,7 +606,7 @@ class OpChecker {
     std::vector<bool> allocated(r.outputs.size(), false);
     ComputeState cs{&r.outputs, &out_ptrs, &allocated, variant};
     oph_compute_context cc{};
-    cc.struct_size = sizeof cc;
+    cc.struct_size = OPH_COMPUTE_CONTEXT_STRUCT_SIZE;
     cc.services = check_services();
     cc.num_inputs = in_ptrs.size();
     cc.inputs = in_ptrs.data();

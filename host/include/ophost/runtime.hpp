@@ -139,11 +139,13 @@ struct SessionOptions {
   // Kernel debug mode (`ophost run --debug-kernels`): every output is poisoned before its node's compute
   // (signalling NaN for floating-point types, 0xA5 bytes for the others) and checked after it for elements the
   // kernel never wrote; every input is copied before and compared after, catching writes into an input the op
-  // does not declare MUTATES_INPUT (an output that shares its input's buffer through MAY_INPLACE is allowed).
+  // does not declare MUTATES_INPUT (an output that shares its input's buffer through MAY_INPLACE is allowed), and
+  // (planned runs) 1024 guard bytes after each arena buffer catch writes past its end.
   // A finding fails the run naming the node, op, pack, value and first element. Off: no cost.
   bool debug_kernels = false;
-  // A model importing a standard opset (ai.onnx, ai.onnx.ml) newer than every loaded pack knows is refused at
-  // load, naming the newest one they know; true runs it anyway with the newest semantics known, with a warning.
+  // A model importing a standard opset (ai.onnx, ai.onnx.ml) newer than every released one (and than every op
+  // version the loaded packs register) is refused at load, naming the newest; true runs it anyway with the
+  // newest semantics the packs know, with a warning.
   bool allow_newer_opset = false;
   // Graph optimisation level, 0 (none) to 3 (all, the default): 1 identity/Dropout elimination, dead-node
   // elimination, constant folding; 2 adds Conv+BatchNormalization folding and Conv+activation fusion; 3 adds

@@ -176,7 +176,14 @@ class Case:
                 inits.append(numpy_helper.from_array(arr, n))
             else:
                 ins.append(helper.make_tensor_value_info(n, tensor_type(arr.dtype), arr.shape))
-        outs = [helper.make_tensor_value_info(n, tensor_type(r.dtype), r.shape) for n, r in self.outputs]
+        # Float references are computed in float64; the output is declared with the type the op produces: the
+        # float type of its float inputs (Cast and CastLike produce the type they are asked for, as given).
+        float_in = [arr.dtype for n, arr, _ in self.inputs if n and arr is not None and arr.dtype.kind == "f"]
+        def declared(r):
+            if r.dtype == np.float64 and float_in and self.op not in ("Cast", "CastLike"):
+                return float_in[0]
+            return r.dtype
+        outs = [helper.make_tensor_value_info(n, tensor_type(declared(r)), r.shape) for n, r in self.outputs]
         node = helper.make_node(self.op, [n for n, _, _ in self.inputs], [n for n, _ in self.outputs], **self.attrs)
         g = helper.make_graph([node], self.name, ins, outs, initializer=inits)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)],
