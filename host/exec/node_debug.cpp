@@ -81,7 +81,7 @@ std::pair<std::byte*, size_t> guard_of(const Session::Impl& s, const ExecPlan& p
 
 bool declares(const PreparedNode& pn, int32_t kind, size_t input, int64_t output = -1) {
   for (size_t a = 0; a < pn.op->num_aliases; ++a) {
-    const oph_alias_def* al = OPH_ARRAY_AT(oph_alias_def, pn.op->aliases, pn.op->aliases[0].struct_size, a);
+    const oph_alias_def* al = pn.op->aliases[a];
     if (al->kind == kind && al->input_index == static_cast<int32_t>(input) &&
         (output < 0 || al->output_index == output))
       return true;
