@@ -842,6 +842,9 @@ void parse_records(std::string& buf, F&& on_record) {
 }
 
 [[noreturn]] void child_main(int fd, const oph_op_def* op, const std::string& label, const RunSpec& spec) {
+  // Fatal signals end the child with that signal, so the parent names it ("crashed (SIGSEGV)"), also where a
+  // sanitizer runtime installed handlers that would print a report and exit with status 1 instead.
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::signal(sig, SIG_DFL);
   Report report;
   report.forward_to([fd](const Entry& e) { send(fd, static_cast<char>(e.kind), e.where, e.what, e.fix); });
   try {
