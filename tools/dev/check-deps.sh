@@ -210,6 +210,18 @@ def pkgname(s):
 # system without the locales package reads none of it and works the same).
 ENV_OPTIONAL = ('/usr/share/locale/', '/usr/lib/locale/')
 
+# Read by the Python interpreter's start-up and metadata scans (FindPython3 / pybind11 run python3 at configure
+# time): every installed distribution's .pth file and egg-info/dist-info metadata; setuptools, which its .pth
+# shim loads when CMake's FindPython tries `from distutils import sysconfig` (it falls back to the standard
+# sysconfig module when there is no distutils); and what other .pth files of the environment import (certifi,
+# for a CA-injecting .pth). Whatever happens to be installed is read; a fresh system reads only what it has.
+def python_site_scan(p):
+    if '/dist-packages/' not in p:
+        return False
+    return ('.egg-info' in p or '.dist-info/' in p or p.endswith('.pth') or '/_distutils_hack/' in p or
+            '/dist-packages/setuptools/' in p or '/dist-packages/pkg_resources/' in p or
+            '/dist-packages/certifi/' in p)
+
 def analyze(files_tsv, deps_file, verbose):
     verbose = verbose == '1'
     paths = []  # (path, set of origins)
@@ -273,6 +285,8 @@ def analyze(files_tsv, deps_file, verbose):
             return 'found by include(CTest) for dashboards, not needed'
         if any(p.startswith(e) for e in ENV_OPTIONAL):
             return "locale data read for $LANG, optional"
+        if python_site_scan(p):
+            return "Python's scan of installed distributions (.pth files, package metadata), optional"
         return None
 
     # Per path: the owner set of each file it goes through (any owner of one file will do).
