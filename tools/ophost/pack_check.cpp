@@ -51,9 +51,9 @@ void check_definition_extras(const oph_op_def* op, const std::string& label, Rep
     }
   }
   for (size_t a = 0; a < op->num_aliases; ++a) {
-    const oph_alias_def* al = alias_at(op, a);
-    const oph_io_def* in = io_at(op->inputs, static_cast<size_t>(al->input_index));
-    const oph_io_def* out = io_at(op->outputs, static_cast<size_t>(al->output_index));
+    const oph_alias_def* al = op->aliases[a];
+    const oph_io_def* in = op->inputs[static_cast<size_t>(al->input_index)];
+    const oph_io_def* out = op->outputs[static_cast<size_t>(al->output_index)];
     if (al->kind == OPH_ALIAS_MAY_INPLACE && std::strcmp(in->type_var, out->type_var) != 0) {
       report.finding({label, "MAY_INPLACE input " + std::to_string(al->input_index) + " ('" + in->name +
                                  "', type " + in->type_var + ") -> output " + std::to_string(al->output_index) +
@@ -63,7 +63,7 @@ void check_definition_extras(const oph_op_def* op, const std::string& label, Rep
     }
   }
   for (size_t i = 0; i < op->num_inputs; ++i) {
-    const oph_io_def* io = io_at(op->inputs, i);
+    const oph_io_def* io = op->inputs[i];
     if (io->name[0] == '\0') {
       report.finding({label, "input " + std::to_string(i) + " has an empty name",
                       "name every input (C++: .input_names({...})); the names appear in error messages"});

@@ -118,9 +118,6 @@ size_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-const oph_io_def* io_at(const oph_io_def* const* base, size_t i) { return base[i]; }
-const oph_attr_def* attr_at(const oph_op_def* op, size_t i) { return op->attributes[i]; }
-const oph_alias_def* alias_at(const oph_op_def* op, size_t i) { return op->aliases[i]; }
 const oph_type_constraint* tc_for(const oph_op_def* op, const char* var) {
   for (size_t i = 0; i < op->num_type_constraints; ++i) {
     const oph_type_constraint* tc = op->type_constraints[i];
@@ -134,7 +131,7 @@ namespace {
 std::vector<const oph_io_def*> expand(const oph_io_def* const* base, size_t n) {
   std::vector<const oph_io_def*> out;
   for (size_t i = 0; i < n; ++i) {
-    const oph_io_def* io = io_at(base, i);
+    const oph_io_def* io = base[i];
     size_t k = io->arity == OPH_ARITY_VARIADIC ? static_cast<size_t>(std::max(1, io->min_arity)) : 1;
     out.insert(out.end(), k, io);
   }
@@ -246,7 +243,7 @@ AttrArg parse_attr(const oph_op_def* op, const oph_attr_def* def, const std::str
 
 std::string attr_names(const oph_op_def* op) {
   std::vector<std::string> names;
-  for (size_t i = 0; i < op->num_attributes; ++i) names.push_back(attr_at(op, i)->name);
+  for (size_t i = 0; i < op->num_attributes; ++i) names.push_back(op->attributes[i]->name);
   return names.empty() ? "it has none" : "its attributes: " + join(names, ", ");
 }
 
@@ -300,12 +297,12 @@ RunSpec make_run_spec(const oph_op_def* op, const std::vector<std::pair<std::str
   RunSpec spec;
   for (const auto& [name, value] : attrs) {
     size_t k = 0;
-    while (k < op->num_attributes && name != attr_at(op, k)->name) ++k;
+    while (k < op->num_attributes && name != op->attributes[k]->name) ++k;
     if (k == op->num_attributes) {
       throw UsageError("--attr " + name + "=" + value + ": " + op_name(op) + " has no attribute '" + name + "' (" +
                        attr_names(op) + ")");
     }
-    spec.attrs[k] = parse_attr(op, attr_at(op, k), value);
+    spec.attrs[k] = parse_attr(op, op->attributes[k], value);
   }
   std::vector<const oph_io_def*> formals = actual_inputs(op);
   for (const auto& [name, file] : inputs) {

@@ -115,9 +115,6 @@ bool fillable(oph_dtype d);     // the run check can fill it with random values
 bool known_dtype(oph_dtype d);  // some ONNX type maps to it
 size_t elem_bytes(oph_dtype d);
 size_t numel(const std::vector<int64_t>& s);
-const oph_io_def* io_at(const oph_io_def* const* base, size_t i);
-const oph_attr_def* attr_at(const oph_op_def* op, size_t i);
-const oph_alias_def* alias_at(const oph_op_def* op, size_t i);
 const oph_type_constraint* tc_for(const oph_op_def* op, const char* var);
 // The formal of each actual input / output (a variadic formal counts min_arity times).
 std::vector<const oph_io_def*> actual_inputs(const oph_op_def* op);

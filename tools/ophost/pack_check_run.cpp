@@ -293,7 +293,7 @@ class OpChecker {
       if (std::find(dtypes_run.begin(), dtypes_run.end(), dt) == dtypes_run.end()) dtypes_run.push_back(dt);
       check_unwritten(inputs, probe, r);
       for (size_t a = 0; a < op_->num_aliases; ++a) {
-        const oph_alias_def* al = alias_at(op_, a);
+        const oph_alias_def* al = op_->aliases[a];
         if (al->kind == OPH_ALIAS_MAY_INPLACE && check_inplace(*al, inputs, r, probe)) ++inplace_runs;
       }
     }
@@ -305,7 +305,7 @@ class OpChecker {
   bool resolve_attributes() {
     std::vector<std::string> missing;
     for (size_t i = 0; i < op_->num_attributes; ++i) {
-      const oph_attr_def* a = attr_at(op_, i);
+      const oph_attr_def* a = op_->attributes[i];
       if (auto it = spec_.attrs.find(i); it != spec_.attrs.end()) {
         attrs_.push_back(it->second.view());
         continue;
@@ -442,7 +442,7 @@ class OpChecker {
 
   bool mutates(size_t input) const {
     for (size_t a = 0; a < op_->num_aliases; ++a) {
-      const oph_alias_def* al = alias_at(op_, a);
+      const oph_alias_def* al = op_->aliases[a];
       if (al->kind == OPH_ALIAS_MUTATES_INPUT && static_cast<size_t>(al->input_index) == input) return true;
     }
     return false;
