@@ -27,8 +27,6 @@ namespace {
 
 std::string op_id(const Node& n) { return (n.domain.empty() ? std::string() : n.domain + "::") + n.op_type; }
 
-const oph_io_def* io_at(const oph_io_def* const* base, size_t i) { return base[i]; }
-const oph_attr_def* attr_at(const oph_op_def* op, size_t i) { return op->attributes[i]; }
 
 // The C view of `items` handed to a pack: an array of pointers to its elements, kept in `ptrs`.
 template <class Items, class P>
@@ -72,7 +70,7 @@ std::string schema_attrs(const oph_op_def* op) {
   if (op->num_attributes == 0) return "none";
   std::string out;
   for (size_t i = 0; i < op->num_attributes; ++i) {
-    const oph_attr_def* d = attr_at(op, i);
+    const oph_attr_def* d = op->attributes[i];
     out += (i ? ", " : "") + std::string(d->name) + " (" + attr_type_name(d->type) + ", " +
            describe_attr_default(d) + ")";
   }
@@ -87,7 +85,7 @@ void check_arity(const PreparedNode& pn, bool outputs) {
   const std::vector<std::string>& actual = outputs ? pn.node->outputs : pn.node->inputs;
   const char* what = outputs ? "output" : "input";
   size_t max_actual = nformal;
-  bool variadic = nformal > 0 && io_at(formals, nformal - 1)->arity == OPH_ARITY_VARIADIC;
+  bool variadic = nformal > 0 && formals[nformal - 1]->arity == OPH_ARITY_VARIADIC;
   if (variadic) max_actual = SIZE_MAX;
   if (actual.size() > max_actual) {
     throw Error(Code::kInvalidArgument,
@@ -95,7 +93,7 @@ void check_arity(const PreparedNode& pn, bool outputs) {
                     std::to_string(nformal) + "; remove the extra " + what + "s or check the op's version");
   }
   for (size_t f = 0; f < nformal; ++f) {
-    const oph_io_def* d = io_at(formals, f);
+    const oph_io_def* d = formals[f];
     if (d->arity == OPH_ARITY_OPTIONAL) continue;
     if (d->arity == OPH_ARITY_VARIADIC) {
       size_t have = 0;
@@ -126,12 +124,12 @@ void resolve_attrs(PreparedNode& pn) {
   for (const Attribute& a : n.attributes) {
     size_t idx = op->num_attributes;
     for (size_t i = 0; i < op->num_attributes; ++i)
-      if (a.name == attr_at(op, i)->name) idx = i;
+      if (a.name == op->attributes[i]->name) idx = i;
     if (idx == op->num_attributes) {
       throw Error(Code::kInvalidArgument, pn.label + ": unknown attribute '" + a.name +
                                               "'; the op accepts: " + schema_attrs(op));
     }
-    const oph_attr_def* d = attr_at(op, idx);
+    const oph_attr_def* d = op->attributes[idx];
     if (a.type != d->type) {
       std::string hint;
       if (d->type == OPH_ATTR_FLOAT && a.type == OPH_ATTR_INT) hint = " (write it as a float, e.g. 2.0 instead of 2)";
@@ -164,7 +162,7 @@ void resolve_attrs(PreparedNode& pn) {
   }
   for (size_t i = 0; i < op->num_attributes; ++i) {
     if (seen[i]) continue;
-    const oph_attr_def* d = attr_at(op, i);
+    const oph_attr_def* d = op->attributes[i];
     if (d->required) {
       throw Error(Code::kInvalidArgument, pn.label + ": required attribute '" + std::string(d->name) + "' (" +
                                               attr_type_name(d->type) + ") is missing");
@@ -286,7 +284,7 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
       in_infos[i] = to_value_info(m, values[v].constant, &const_views[i]);
       size_t f = std::min(i, op->num_inputs ? op->num_inputs - 1 : 0);
       if (op->num_inputs == 0) continue;
-      const oph_io_def* d = io_at(op->inputs, f);
+      const oph_io_def* d = op->inputs[f];
       const oph_type_constraint* tc = nullptr;
       for (size_t c = 0; c < op->num_type_constraints; ++c) {
         const oph_type_constraint* t = op->type_constraints[c];
@@ -618,9 +616,8 @@ void check_opset_imports(const Model& m, const OpRegistry& registry, bool allow_
                                             " or lower, or pass --allow-newer-opset (SessionOptions::"
                                             "allow_newer_opset) to run it with the newest semantics the packs know");
     }
-    spdlog::log(g_quiet_build ? spdlog::level::debug : spdlog::level::warn,
-                "{}; running it with the newest semantics the packs know (--allow-newer-opset): ops changed in "
-                "later opsets may behave differently", what);
+    spdlog::warn("{}; running it with the newest semantics the packs know (--allow-newer-opset): ops changed in "
+                 "later opsets may behave differently", what);
   }
 }
 
@@ -660,7 +657,9 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
   const std::map<std::string, DeviceTarget> targets = device_targets(plugins.get());
   const std::vector<std::string> devices = placement_order(options.devices, targets);
 
-  check_opset_imports(model, registry, options.allow_newer_opset);
+  // Nested sessions (a node evaluated by constant folding, an If/Loop/Scan body) share the imports of the model
+  // that was checked when its own build began.
+  if (!g_quiet_build) check_opset_imports(model, registry, options.allow_newer_opset);
 
   // Graph passes on the IR, before anything is resolved against it.
   PassOptions popts;
