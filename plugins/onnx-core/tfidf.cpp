@@ -4,6 +4,7 @@
 // once (only at the first skip distance).
 #include "common.hpp"
 
+#include <algorithm>
 #include <map>
 
 namespace onnx_core {
@@ -67,15 +68,20 @@ struct TfIdfKernel {
     };
     std::vector<float> freq(rows * out_dim, 0.0f);
     std::vector<int64_t> gram;
+    // A skip distance of C or more cannot reach a second token, so distances stop at C (max_skip_count may be
+    // anything up to INT64_MAX); token k of a gram at s is at s + skip*k, compared by division so that a hostile
+    // min/max_gram_length cannot overflow the product.
+    const int64_t last_skip = std::min<int64_t>(max_skip, static_cast<int64_t>(C)) + 1;
     for (size_t r = 0; r < rows; ++r) {
       int64_t start_n = min_n;
-      for (int64_t skip = 1; skip <= max_skip + 1; ++skip) {
+      for (int64_t skip = 1; skip <= last_skip; ++skip) {
         for (size_t s = 0; s < C; ++s) {
-          if (s + static_cast<size_t>(skip * (start_n - 1)) >= C) break;
+          const int64_t reach = static_cast<int64_t>(C - 1 - s) / skip;  // the largest k with s + skip*k < C
+          if (start_n - 1 > reach) break;
           gram.clear();
           for (int64_t n = 1; n <= max_n; ++n) {
+            if (n - 1 > reach) break;
             const size_t pos = s + static_cast<size_t>(skip * (n - 1));
-            if (pos >= C) break;
             gram.push_back(tok(r * C + pos));
             if (n < start_n) continue;
             auto hit = pool.find(gram);
