@@ -74,6 +74,10 @@ void register_window(oph::Pack& pack, const char* name, Window w) {
     if (n < 0) fail(op + ": size must be >= 0");
     const bool periodic = ctx.attr<int64_t>("periodic") != 0;
     const double N1 = periodic ? static_cast<double>(n) : static_cast<double>(n - 1);
+    // The output first: the host checks its size against the tensor cap before anything as big is allocated.
+    const int64_t shape[1] = {n};
+    oph::TensorRef y = ensure_output(ctx, 0, shape, op);
+    if (!y.present()) return;
     std::vector<double> v(n);
     for (int64_t i = 0; i < n; ++i) {
       const double x = N1 == 0 ? 0 : 2 * kPi * static_cast<double>(i) / N1;
@@ -83,9 +87,7 @@ void register_window(oph::Pack& pack, const char* name, Window w) {
         case Window::kBlackman: v[i] = 0.42 - 0.5 * std::cos(x) + 0.08 * std::cos(2 * x); break;
       }
     }
-    const int64_t shape[1] = {n};
-    oph::TensorRef y = ensure_output(ctx, 0, shape, op);
-    if (y.present()) store_doubles(y, v, op);
+    store_doubles(y, v, op);
   });
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Replays the op fuzz target's finds (tests/fuzz/fuzz_op.cpp): each folder of tests/hostile/op-regressions holds
 a one-node model.onnx and its inputs as <input>.npy, written by `OPHOST_FUZZ_OP_SAVE=DIR ophost_fuzz_op FIND`.
-Each is run with `ophost run --debug-kernels --run-timeout 5000`: a result (exit 0) or a clean error (exit 1)
+Each is run with `ophost run --debug-kernels --run-timeout 5000` and the fuzz target's caps (64 MiB per
+tensor, 256 MiB per session): a result (exit 0) or a clean error (exit 1)
 is fine; a signal, a hang (20 s), another exit code or a kernel-debug finding is a failure. An optional
 `expect` file holds text the output must contain (e.g. the error a hostile attribute now gets).
 
@@ -23,7 +24,8 @@ def main():
     failed = 0
     for case in cases:
         d = os.path.join(root, case)
-        cmd = [ophost, "run", os.path.join(d, "model.onnx"), "--debug-kernels", "--run-timeout", "5000"]
+        cmd = [ophost, "run", os.path.join(d, "model.onnx"), "--debug-kernels", "--run-timeout", "5000",
+               "--max-tensor-bytes", str(64 << 20), "--mem-limit", str(256 << 20)]
         for f in sorted(os.listdir(d)):
             if f.endswith(".npy"):
                 cmd += ["--input", f"{f[:-4]}={os.path.join(d, f)}"]
