@@ -278,6 +278,14 @@ void loss_compute(const oph::KernelContext& ctx, bool softmax) {
   LossArgs l = loss_args(ctx.attrs(), op);
   if (x.ndim() < 2) fail(op + ": input must have shape [N, C, ...]");
   if (target.ndim() != x.ndim() - 1) fail(op + ": target must have shape [N, d1, ...]");
+  // target is [N, d1, ...] of the input's [N, C, d1, ...], weight [C]: anything else would be read out of bounds.
+  for (size_t k = 0; k < target.ndim(); ++k)
+    if (target.shape()[k] != x.shape()[k == 0 ? 0 : k + 1])
+      fail(op + ": target shape " + shape_str(target.shape()) + " does not match the input's " +
+           shape_str(x.shape()) + " (target must be [N, d1, ...] of the input's [N, C, d1, ...])");
+  if (weight.present() && (weight.ndim() != 1 || weight.shape()[0] != x.shape()[1]))
+    fail(op + ": weight must have shape [C] = [" + std::to_string(x.shape()[1]) + "], got " +
+         shape_str(weight.shape()));
   const size_t N = static_cast<size_t>(x.shape()[0]), C = static_cast<size_t>(x.shape()[1]);
   const size_t D = (N * C) != 0 ? x.size() / (N * C) : 0;
   std::vector<int64_t> oshape;

@@ -251,7 +251,13 @@ void mel_compute(oph::KernelContext& ctx) {
   const double lo = scalar_float(input(ctx, 3, op), op, "lower_edge_hertz");
   const double hi = scalar_float(input(ctx, 4, op), op, "upper_edge_hertz");
   if (num_mel < 1 || dft_len < 1 || rate < 1) fail(op + ": num_mel_bins, dft_length and sample_rate must be >= 1");
+  if (!std::isfinite(lo) || !std::isfinite(hi)) fail(op + ": lower_edge_hertz and upper_edge_hertz must be finite");
   const int64_t spec_bins = dft_len / 2 + 1;
+  // The output first: the host checks [spec_bins, num_mel] against the tensor cap (and for overflow) before the
+  // scratch below, as big, is allocated.
+  const int64_t os[2] = {spec_bins, num_mel};
+  oph::TensorRef y = ensure_output(ctx, 0, os, op);
+  if (!y.present()) return;
   // Mel-spaced band edges, mapped to DFT bins (as the ONNX reference does).
   const double lo_mel = 2595 * std::log10(1 + lo / 700), hi_mel = 2595 * std::log10(1 + hi / 700);
   const double step = (hi_mel - lo_mel) / static_cast<double>(num_mel + 2);
@@ -273,9 +279,7 @@ void mel_compute(oph::KernelContext& ctx) {
     if (h > c)
       for (int64_t j = c; j < h; ++j) at(j, i) = static_cast<double>(h - j) / static_cast<double>(h - c);
   }
-  const int64_t os[2] = {spec_bins, num_mel};
-  oph::TensorRef y = ensure_output(ctx, 0, os, op);
-  if (y.present()) store_doubles(y, w, op);
+  store_doubles(y, w, op);
 }
 
 void register_signal(oph::Pack& pack) {
