@@ -388,6 +388,7 @@ void qlinear_conv_compute(oph::KernelContext& ctx) {
   if (ws.size() != 1 && ws.size() != M) fail(op + ": w_scale must be a scalar or have one value per output channel");
   if (B.present() && (B.size() != M || !(B.dtype() == i32))) fail(op + ": B must be int32 with one value per output channel");
   auto acc = int_conv(X, W, xz, wz, g, op);
+  if (acc.empty()) return;  // an empty output (N, M or a spatial dim 0): nothing to write, no plane to divide by
   const size_t plane = acc.size() / (static_cast<size_t>(g.out[0]) * M);
   const float xsc = float_at(xs, 0), ysc = float_at(ys, 0);
   const int32_t yzp = int_at(yz, 0);
