@@ -287,7 +287,8 @@ void loss_compute(const oph::KernelContext& ctx, bool softmax) {
     fail(op + ": weight must have shape [C] = [" + std::to_string(x.shape()[1]) + "], got " +
          shape_str(weight.shape()));
   const size_t N = static_cast<size_t>(x.shape()[0]), C = static_cast<size_t>(x.shape()[1]);
-  const size_t D = (N * C) != 0 ? x.size() / (N * C) : 0;
+  size_t D = 1;  // the product of the trailing dims (not x.size() / (N * C), which is 0 when C is)
+  for (size_t k = 2; k < x.ndim(); ++k) D *= static_cast<size_t>(x.shape()[k]);
   std::vector<int64_t> oshape;
   if (l.reduction == "none") oshape.assign(target.shape().begin(), target.shape().end());
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
