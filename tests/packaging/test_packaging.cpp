@@ -258,7 +258,7 @@ fs::path with_samples(const TempDir& tmp, const std::string& variant, const std:
   fs::path src = kPackCheckDirs / ("broken_" + variant), dir = tmp.path() / ("broken_" + variant);
   fs::create_directories(dir);
   for (const auto& e : fs::directory_iterator(src))
-    if (e.is_regular_file()) fs::copy_file(e.path(), dir / e.path().filename());
+    if (e.is_regular_file()) fs::copy_file(e.path(), dir / e.path().filename(), fs::copy_options::overwrite_existing);
   if (!samples.empty()) write_file(dir / "ophost-samples.json", samples);
   return dir;
 }
