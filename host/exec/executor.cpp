@@ -344,7 +344,7 @@ std::shared_ptr<ExecPlan> Session::Impl::make_plan(std::vector<std::vector<int64
       if (v < 0 || values[v].graph_output) continue;
       int last = std::max(values[v].last_use, static_cast<int>(ni));
       // MAY_INPLACE: reuse the input's buffer when this node is the input's last reader and sizes match.
-      int shared = -1;
+      int shared = -1, shared_input = -1;
       for (size_t a = 0; a < pn.op->num_aliases; ++a) {
         const oph_alias_def* al = pn.op->aliases[a];
         if (al->kind != OPH_ALIAS_MAY_INPLACE || al->output_index != static_cast<int32_t>(o)) continue;
@@ -355,11 +355,13 @@ std::shared_ptr<ExecPlan> Session::Impl::make_plan(std::vector<std::vector<int64
         // The input must not be read again by this node through another slot.
         if (std::count(pn.inputs.begin(), pn.inputs.end(), in) != 1) continue;
         shared = buffer_of[in];
+        shared_input = in;
       }
       if (shared >= 0 && buffer_device[shared] == values[v].device) {
         buffer_of[v] = shared;
         buffers[shared].last = std::max(buffers[shared].last, last);
         ++plan->inplace;
+        plan->inplace_values.emplace_back(v, shared_input);
       } else {
         buffer_of[v] = static_cast<int>(buffers.size());
         buffers.push_back({bytes_of(v) + guard, static_cast<int>(ni), last});

@@ -109,6 +109,7 @@ struct ExecPlan {
   size_t lower_bound = 0;
   size_t placed = 0;
   size_t inplace = 0;
+  std::vector<std::pair<int, int>> inplace_values;   // {output value, input value whose buffer it shares}
   std::map<std::string, size_t> device_arena_bytes;  // non-cpu devices: arena size (offsets are per device)
   std::mutex free_mutex;
   std::vector<std::unique_ptr<BoundRun>> free_runs;

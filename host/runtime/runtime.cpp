@@ -1,6 +1,7 @@
 // ophost::Runtime and ophost::Session: the embedding API over discovery, registry and execution.
 #include <ophost/runtime.hpp>
 
+#include "exec/node_debug.hpp"
 #include "exec/run_hooks.hpp"
 #include "exec/session_impl.hpp"
 #include "exec/thread_pool.hpp"
@@ -200,6 +201,25 @@ std::map<std::string, size_t> Session::nodes_per_device() const {
   return m;
 }
 
+namespace {
+
+MemoryPlanReport plan_report(const Session::Impl& s, const ExecPlan& p) {
+  MemoryPlanReport r;
+  r.planned = p.planned;
+  if (!p.planned) return r;
+  r.arena_bytes = p.arena_bytes;
+  r.lower_bound = p.lower_bound;
+  r.values = p.placed;
+  r.inplace = p.inplace;
+  for (const auto& [out, in] : p.inplace_values) {
+    const PreparedNode& pn = s.nodes[static_cast<size_t>(s.values[out].producer)];
+    r.inplace_values.push_back({s.values[out].name, s.values[in].name, pn.node->name, node_op_name(pn)});
+  }
+  return r;
+}
+
+}  // namespace
+
 MemoryPlanReport Session::memory_plan(const std::vector<std::vector<int64_t>>& input_shapes) const {
   if (input_shapes.size() != impl_->input_values.size()) {
     throw Error(Code::kInvalidArgument, "memory_plan: " + std::to_string(input_shapes.size()) + " shapes for " +
@@ -213,26 +233,12 @@ MemoryPlanReport Session::memory_plan(const std::vector<std::vector<int64_t>>& i
     vm.shape = input_shapes[i];
     in_meta.push_back(std::move(vm));
   }
-  auto p = impl_->make_plan(input_shapes, impl_->infer_all(in_meta));
-  MemoryPlanReport r;
-  r.planned = p->planned;
-  r.arena_bytes = p->arena_bytes;
-  r.lower_bound = p->lower_bound;
-  r.values = p->placed;
-  r.inplace = p->inplace;
-  return r;
+  return plan_report(*impl_, *impl_->make_plan(input_shapes, impl_->infer_all(in_meta)));
 }
 
 MemoryPlanReport Session::memory_plan() const {
-  MemoryPlanReport r;
-  if (const auto& p = impl_->static_exec; p && p->planned) {
-    r.planned = true;
-    r.arena_bytes = p->arena_bytes;
-    r.lower_bound = p->lower_bound;
-    r.values = p->placed;
-    r.inplace = p->inplace;
-  }
-  return r;
+  if (const auto& p = impl_->static_exec; p && p->planned) return plan_report(*impl_, *p);
+  return {};
 }
 
 }  // namespace ophost

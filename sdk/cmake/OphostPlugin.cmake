@@ -10,7 +10,8 @@
 #                     [DESCRIPTION "..."] [LICENSE "..."]
 #                     [REQUIRES_DEVICES cpu ...] [CPU_FEATURES avx2 ...]
 #                     [PROBE_DEVICE_FILES /dev/x ...] [PROBE_LIBRARIES libxrt.so.1 ...]
-#                     [OUTPUT_DIR dir] [COMPONENT name] [NO_INSTALL] [CHECK])
+#                     [OUTPUT_DIR dir] [COMPONENT name] [NO_INSTALL] [CHECK]
+#                     [SAMPLES samples.json [data.npy ...]])
 #
 # Produces the module library `lib<NAME>.so` (a device backend: `lib<NAME>-backend.so`) in <OUTPUT_DIR>/<NAME>/ (default: the ophost build tree's
 # lib/ophost/plugins inside the ophost project, else <CMAKE_BINARY_DIR>/plugins) with hidden visibility and a
@@ -21,7 +22,14 @@
 #
 # NAME and VERSION are also compiled in as OPH_PLUGIN_NAME / OPH_PLUGIN_VERSION (OPH_PACK uses them).
 # DESCRIPTION and LICENSE may hold any text, ';' included. CHECK runs `ophost pack check` on the folder after
-# every build (the build fails when it reports a finding). Installation (unless NO_INSTALL) goes to
+# every build (the build fails when it reports a finding or an op it could not run); a failed check removes the
+# manifest and the library, so the folder is no plugin at all (a stale one would shadow a good installed pack of
+# the same name) and the next build links and checks again. The old manifest is removed before each new one is
+# written, so a failed `ophost pack manifest` leaves none either. SAMPLES names the pack's samples file for
+# `ophost pack check` (attribute values and inputs per op, for ops with required attributes or host-memory
+# inputs; see docs/writing-a-pack.md), copied beside the manifest as ophost-samples.json, followed by the data
+# files it names (.npy), copied beside it under their own names; all are installed with the pack, and editing
+# one relinks and re-checks the pack. Relative paths are relative to CMAKE_CURRENT_SOURCE_DIR. Installation (unless NO_INSTALL) goes to
 # ${OPHOST_INSTALL_PLUGIN_DIR}/<NAME>, by default the host's own plugin folder relative to the install prefix
 # (lib/ophost/plugins), as install COMPONENT (default `plugins`). The target is named ophost_plugin_<NAME>.
 #
@@ -33,6 +41,8 @@
 include_guard(GLOBAL)
 
 set(_OPHOST_PLUGIN_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
+# The samples file `ophost pack check` reads from a plugin folder (beside ophost-plugin.json).
+set(_OPHOST_SAMPLES_FILE "ophost-samples.json")
 
 # The ophost command used to write manifests: the in-tree target when building ophost itself, else the one
 # imported by find_package(ophost).
@@ -58,7 +68,7 @@ endfunction()
 function(ophost_add_plugin)
   # PARSE_ARGV keeps a quoted value with ';' in it as one value (plain ${ARGN} would split it).
   cmake_parse_arguments(PARSE_ARGV 0 P "NO_INSTALL;CHECK" "NAME;VERSION;KIND;DESCRIPTION;LICENSE;OUTPUT_DIR;COMPONENT"
-                        "SOURCES;LINK_LIBRARIES;REQUIRES_DEVICES;CPU_FEATURES;PROBE_DEVICE_FILES;PROBE_LIBRARIES")
+                        "SOURCES;LINK_LIBRARIES;REQUIRES_DEVICES;CPU_FEATURES;PROBE_DEVICE_FILES;PROBE_LIBRARIES;SAMPLES")
   if(P_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "ophost_add_plugin(${P_NAME}): unknown arguments: ${P_UNPARSED_ARGUMENTS}")
   endif()
@@ -143,14 +153,43 @@ function(ophost_add_plugin)
   foreach(l IN LISTS P_PROBE_LIBRARIES)
     list(APPEND args --probe-library ${l})
   endforeach()
+  # Samples for pack check: the samples file as <dir>/ophost-samples.json, its data files beside it.
+  set(samples_cmd)
+  set(sample_files)
+  foreach(f IN LISTS P_SAMPLES)
+    get_filename_component(f "${f}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${f}")
+      message(FATAL_ERROR "ophost_add_plugin(${P_NAME}): SAMPLES file '${f}' does not exist")
+    endif()
+    list(APPEND sample_files "${f}")
+  endforeach()
+  list(LENGTH sample_files n_samples)
+  if(n_samples GREATER 0)
+    list(GET sample_files 0 samples_json)
+    if(NOT samples_json MATCHES "\\.json$")
+      message(FATAL_ERROR "ophost_add_plugin(${P_NAME}): SAMPLES starts with the samples file (.json), then the "
+                          "data files it names; '${samples_json}' is not a .json file")
+    endif()
+    set(samples_cmd COMMAND ${CMAKE_COMMAND} -E copy "${samples_json}" "${dir}/${_OPHOST_SAMPLES_FILE}")
+    set(sample_data "${sample_files}")
+    list(REMOVE_AT sample_data 0)
+    if(sample_data)
+      list(APPEND samples_cmd COMMAND ${CMAKE_COMMAND} -E copy ${sample_data} "${dir}/")
+    endif()
+    set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${sample_files})
+  endif()
   set(check_cmd)
   if(P_CHECK)
-    set(check_cmd COMMAND ${tool} pack check "${dir}")
+    # A failed check removes the manifest and the library (see above).
+    set(check_cmd COMMAND ${CMAKE_COMMAND} "-DOPHOST=${tool}" "-DDIR=${dir}" "-DLIBRARY=$<TARGET_FILE:${target}>"
+                          -P "${_OPHOST_PLUGIN_CMAKE_DIR}/OphostPackCheck.cmake")
   endif()
   # Debug info split off first: the manifest pins the sha256 of the library as installed.
   _ophost_split_debug_commands(split_cmds ${target})
   add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -E rm -f "${dir}/ophost-plugin.json"
     ${split_cmds}
+    ${samples_cmd}
     COMMAND ${tool} pack manifest ${args}
     ${check_cmd}
     COMMENT "ophost: writing manifest for plugin ${P_NAME}"
@@ -164,6 +203,13 @@ function(ophost_add_plugin)
     install(TARGETS ${target} LIBRARY DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}" COMPONENT ${P_COMPONENT})
     install(FILES "${dir}/ophost-plugin.json" DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}"
             COMPONENT ${P_COMPONENT})
+    if(n_samples GREATER 0)
+      install(FILES "${samples_json}" RENAME "${_OPHOST_SAMPLES_FILE}"
+              DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}" COMPONENT ${P_COMPONENT})
+      if(sample_data)
+        install(FILES ${sample_data} DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}" COMPONENT ${P_COMPONENT})
+      endif()
+    endif()
     if(split_cmds)
       install(FILES "${dir}/.debug/$<TARGET_FILE_NAME:${target}>.debug"
               DESTINATION "${OPHOST_INSTALL_PLUGIN_DIR}/${P_NAME}/.debug" COMPONENT ${P_COMPONENT}-dbgsym)

@@ -95,6 +95,15 @@ TEST(Execution, InPlaceChainNeedsOneBuffer) {
   ASSERT_TRUE(p.planned);
   EXPECT_EQ(p.arena_bytes, 64u);
   EXPECT_EQ(p.inplace, 48u);
+  // Which ones: t1..t48, each in the buffer of the value before it (t0 is written beside the graph input x,
+  // y is the caller's tensor).
+  ASSERT_EQ(p.inplace_values.size(), 48u);
+  for (size_t i = 0; i < 48; ++i) {
+    EXPECT_EQ(p.inplace_values[i].value, "t" + std::to_string(i + 1));
+    EXPECT_EQ(p.inplace_values[i].input, "t" + std::to_string(i));
+    EXPECT_EQ(p.inplace_values[i].node, "add" + std::to_string(i + 1));
+    EXPECT_EQ(p.inplace_values[i].op, "Add");
+  }
   Tensor x(DType::kFloat32, {1, 16});
   auto out = s->run({{"x", x}});
   for (int i = 0; i < 16; ++i) EXPECT_FLOAT_EQ(out[0].tensor.data_as<float>()[i], 50.0f);

@@ -251,6 +251,111 @@ TEST(PackCheckBroken, RankTwoOnlyOpRunsWithTheAuthorsInputs) {
   EXPECT_CONTAINS(r.err, "broken::bias_rows has no input 'z' (its inputs: 0 'x', 1 'bias'; give the name or the index)");
 }
 
+// ---- the pack's samples file (ophost-samples.json) ---------------------------------------------------------
+
+// A copy of packs/broken_<variant>/ in `tmp` with `samples` as its ophost-samples.json (none when empty).
+fs::path with_samples(const TempDir& tmp, const std::string& variant, const std::string& samples) {
+  fs::path src = kPackCheckDirs / ("broken_" + variant), dir = tmp.path() / ("broken_" + variant);
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(src))
+    if (e.is_regular_file()) fs::copy_file(e.path(), dir / e.path().filename(), fs::copy_options::overwrite_existing);
+  if (!samples.empty()) write_file(dir / "ophost-samples.json", samples);
+  return dir;
+}
+
+TEST(PackCheckSamples, RequiredAttributeFromTheSamplesFile) {
+  TempDir tmp;
+  fs::path dir = with_samples(tmp, "req_attr", R"({"samples": [{"op": "broken::scale_by", "attrs": {"k": 3}}]})");
+  ProcResult r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "ok       samples " + (dir / "ophost-samples.json").string() +
+                             ": 1 of 1 sample(s) read, for 1 op(s)");
+  EXPECT_CONTAINS(r.out, "ok       broken::scale_by [1+] on cpu, sample 1 of ophost-samples.json: run check (6 runs, "
+                         "float32, the sample's attributes)");
+  EXPECT_CONTAINS(r.out, "result: clean");
+
+  // --no-samples: back to "not run"; --attr on the command line replaces the sample.
+  r = itest::ophost({"pack", "check", dir.string(), "--no-samples"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "not run: attribute 'k' is required; pass --attr k=VALUE (with --op broken::scale_by), or "
+                         "give it in the pack's ophost-samples.json");
+  r = itest::ophost({"pack", "check", dir.string(), "--attr", "k=2"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "ok       broken::scale_by [1+] on cpu: run check (6 runs, float32)");
+  EXPECT_NOT_CONTAINS(r.out, "sample 1 of");
+}
+
+TEST(PackCheckSamples, InputsGivenAsValuesRandomOrNpy) {
+  TempDir tmp;
+  Tensor x(DType::kFloat32, {2, 3});
+  for (int i = 0; i < 6; ++i) x.data_as<float>()[i] = static_cast<float>(i);
+  fs::path dir = with_samples(tmp, "rank2", R"({"samples": [
+      {"op": "broken::bias_rows", "inputs": {"x": {"dtype": "float32", "shape": [3, 4]},
+                                             "bias": {"shape": [4], "values": [1, 2, 3, 4.5]}}},
+      {"op": "broken::bias_rows", "inputs": {"0": {"npy": "x.npy"}, "1": {"dtype": "float32", "shape": [3]}}}]})");
+  write_npy(dir / "x.npy", x);
+  ProcResult r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "ok       broken::bias_rows [1+] on cpu, sample 1 of ophost-samples.json: run check (the "
+                         "sample's inputs): infer agrees with compute");
+  EXPECT_CONTAINS(r.out, "ok       broken::bias_rows [1+] on cpu, sample 2 of ophost-samples.json: run check (the "
+                         "sample's inputs)");
+  EXPECT_CONTAINS(r.out, "result: clean");
+
+  // A sample infer rejects is "not run", naming the sample.
+  dir = with_samples(tmp, "rank2", "");
+  write_file(dir / "ophost-samples.json", R"({"samples": [{"op": "broken::bias_rows",
+      "inputs": {"x": {"shape": [3, 4]}, "bias": {"shape": [5]}}}]})");
+  r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "broken::bias_rows [1+] on cpu, sample 1 of ophost-samples.json: not run: infer rejected the "
+                         "sample's inputs (");
+}
+
+TEST(PackCheckSamples, MistakesInTheFileNameTheSampleAndTheField) {
+  TempDir tmp;
+  fs::path dir = with_samples(tmp, "rank2", R"({"samples": [
+      {"op": "broken::nope"},
+      {"op": "broken::bias_rows", "attrs": {"k": 1}},
+      {"op": "broken::bias_rows", "inputs": {"x": {"shape": [2, 2], "values": [1, 2, 3]}}},
+      {"op": "broken::bias_rows", "inputs": {"x": {"dtype": "int64", "shape": [2]}}},
+      {"op": "broken::bias_rows", "inputs": {"z": {"shape": [2]}}},
+      {"op": "broken::bias_rows", "inputs": {"x": {"npy": "missing.npy"}}},
+      {"op": "broken::bias_rows", "colour": 1}]})");
+  const std::string file = (dir / "ophost-samples.json").string();
+  ProcResult r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  samples: " + file + ": samples[0].op: the pack has no op 'broken::nope' (its ops: "
+                         "broken::bias_rows)");
+  EXPECT_CONTAINS(r.out, file + ": samples[1].attrs.k: broken::bias_rows has no attribute 'k' (it has none)");
+  EXPECT_CONTAINS(r.out, file + ": samples[2].inputs.x.values: 3 values for shape [2,2], which holds 4");
+  EXPECT_CONTAINS(r.out, file + ": samples[3].inputs.x.dtype: dtype 'int64' is not allowed (input 'x' of "
+                         "broken::bias_rows allows float32)");
+  EXPECT_CONTAINS(r.out, file + ": samples[4].inputs.z: broken::bias_rows has no input 'z' (its inputs: 0 'x', 1 "
+                         "'bias'; give the name or the index)");
+  EXPECT_CONTAINS(r.out, file + ": samples[5].inputs.x.npy: ");
+  EXPECT_CONTAINS(r.out, file + ": samples[6]: unknown key 'colour' (allowed: op, attrs, inputs)");
+  EXPECT_CONTAINS(r.out, "0 of 7 sample(s) read");
+
+  write_file(dir / "ophost-samples.json", "{\"samples\": [");
+  r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  samples: " + file + " is not valid JSON: ");
+
+  r = itest::ophost({"pack", "check", dir.string(), "--samples", (tmp.path() / "none.json").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_CONTAINS(r.err, "--samples " + (tmp.path() / "none.json").string() + ": no such file");
+}
+
+TEST(PackCheckSamples, IntegerAttributeGivenAsAFloatIsAMistake) {
+  TempDir tmp;
+  fs::path dir = with_samples(tmp, "req_attr", R"({"samples": [{"op": "broken::scale_by", "attrs": {"k": 2.5}}]})");
+  ProcResult r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "samples[0].attrs.k: attribute 'k' of broken::scale_by is an int (e.g. 3), not 2.5");
+  EXPECT_CONTAINS(r.out, "not run: attribute 'k' is required");
+}
+
 // ---- ABI compatibility -------------------------------------------------------------------------------------
 
 TEST(AbiCompat, SmallerStructSizeOfAnOlderProducerLoadsAndRuns) {

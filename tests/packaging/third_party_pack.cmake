@@ -11,18 +11,7 @@
 # These are the commands of docs/writing-a-pack.md ("Build it against the installed SDK").
 cmake_minimum_required(VERSION 3.25)
 
-function(step)
-  cmake_parse_arguments(S "" "NAME;OUTPUT_VARIABLE" "COMMAND" ${ARGN})
-  string(REPLACE ";" " " shown "${S_COMMAND}")
-  message(STATUS "[${S_NAME}] ${shown}")
-  execute_process(COMMAND ${S_COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "[${S_NAME}] failed (${rc}):\n${out}\n${err}")
-  endif()
-  if(S_OUTPUT_VARIABLE)
-    set(${S_OUTPUT_VARIABLE} "${out}" PARENT_SCOPE)
-  endif()
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/script_steps.cmake")
 
 set(prefix "${WORK_DIR}/prefix")
 set(example_src "${SOURCE_DIR}/examples/third-party-pack")
@@ -66,11 +55,7 @@ if(PKG_CONFIG)
 endif()
 
 # 2. configure against the prefix (nothing else: no package registry, no build tree)
-set(cfg -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=Release
-        -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_C_COMPILER=${C_COMPILER} -G "${GENERATOR}")
-if(MAKE_PROGRAM)
-  list(APPEND cfg -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
-endif()
+out_of_tree_configure_args(cfg)
 step(NAME configure COMMAND "${CMAKE_COMMAND}" -S "${example_src}" -B "${example_build}" ${cfg})
 
 # SameMajorVersion: a request for ophost 1.0 must not accept this 0.x package.

@@ -13,7 +13,8 @@ int cmd_inspect(int argc, char** argv) {
   bool memory = false, kernels = false, fail_on_reference = false;
   po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")("memory", po::bool_switch(&memory),
-                                                    "print the static memory plan: planned peak vs lower bound")(
+                                                    "print the static memory plan: planned peak vs lower bound, and each value that runs in place (in "
+                                                    "the buffer of its node's input, MAY_INPLACE)")(
       "kernels", po::bool_switch(&kernels),
       "run the model once on deterministic random inputs (as run --random), then list every node's pack, device "
       "and the implementation its kernel chose (e.g. oneDNN's jit_dw:avx2); REFERENCE marks slow fallback code")(
@@ -31,8 +32,10 @@ int cmd_inspect(int argc, char** argv) {
              "Usage: ophost inspect MODEL [--memory] [--kernels] [--shape NAME=D0,D1,...]\n\n"
              "Loads MODEL (resolving every node against the loaded packs) and prints its inputs, outputs and\n"
              "node count; with --memory, the static memory plan's arena size beside the lower bound (the\n"
-             "largest total of live bytes at any step); with --kernels, the implementation each node runs\n"
-             "(kernels may choose at their first run, so it runs the model once first).\n")) {
+             "largest total of live bytes at any step) and each value that runs in place: the output of a node\n"
+             "that may write into its input's buffer (MAY_INPLACE) when that input has no later reader; with\n"
+             "--kernels, the implementation each node runs (kernels may choose at their first run, so it runs\n"
+             "the model once first).\n")) {
     return kExitOk;
   }
   if (model.empty()) throw po::error("missing MODEL");
@@ -63,6 +66,10 @@ int cmd_inspect(int argc, char** argv) {
       std::printf("memory: planned peak %zu bytes, lower bound %zu bytes, ratio %.3f; %zu values in the arena, "
                   "%zu in place\n",
                   p.arena_bytes, p.lower_bound, ratio, p.values, p.inplace);
+      for (const InplaceValue& v : p.inplace_values) {
+        std::printf("  in place: '%s' in the buffer of '%s' (node '%s', %s)\n", v.value.c_str(), v.input.c_str(),
+                    v.node.c_str(), v.op.c_str());
+      }
     }
   }
   if (kernels) {

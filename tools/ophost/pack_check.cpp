@@ -6,7 +6,8 @@
 //  4. every op definition: the loader's validate_op_def (arity, type variables, attribute defaults of the
 //     right type, alias indices in range) plus checks the loader does not need (dtypes, alias types)
 //  5. an opcheck-style run of every CPU op, each op in a forked child (pack_check_run.cpp): random inputs for
-//     a few shapes or the author's --input files, attributes from --attr; guard zones around every buffer,
+//     a few shapes or the author's --input files, attributes from --attr, or the pack's samples file
+//     (pack_check_samples.cpp); guard zones around every buffer,
 //     outputs poisoned before compute; crashes and hangs become findings naming the op and the sample.
 #include "common.hpp"
 #include "pack_check.hpp"
@@ -101,7 +102,7 @@ std::vector<const oph_op_def*> select_ops(const std::vector<const oph_op_def*>& 
 
 constexpr const char* kPackCheckUsage =
     "Usage: ophost pack check DIR [--op DOMAIN::NAME [--attr NAME=VALUE ...] [--input NAME=FILE.npy ...]]\n"
-    "                            [--timeout S] [--seed N] [--no-run]\n\n"
+    "                            [--samples FILE | --no-samples] [--timeout S] [--seed N] [--no-run]\n\n"
     "Checks the plugin folder DIR (ophost-plugin.json + its library) for its author: the manifest schema,\n"
     "sha256, platform and ABI; the library's exported symbols (only oph_plugin_entry_v1); loading and the\n"
     "handshake; every op definition; and a run of every CPU op, each op in a child process of its own:\n"
@@ -118,6 +119,10 @@ constexpr const char* kPackCheckUsage =
     "    seconds is killed and reported; the check goes on with the next op.\n"
     "An op that cannot run without --attr / --input (a required attribute, a host-memory input, shapes its\n"
     "infer rejects) is reported as \"not run\" with the option to pass.\n"
+    "Samples: the pack's own attribute values and inputs per op, in DIR/ophost-samples.json (ophost_add_pack's\n"
+    "SAMPLES option puts it there; or --samples FILE), are read automatically: an op with samples runs once per\n"
+    "sample (a sample without inputs: the generic probes with its attributes). --attr / --input replace the\n"
+    "samples of the op they are for. The format is in docs/writing-a-pack.md (\"Samples for pack check\").\n"
     "--attr values are typed by the op's attribute definition: int, float, string, or lists 1,2,3 / 0.5,1 / a,b.\n"
     "--input NAME is the op's input name or its index (0, 1, ...); inputs not given are random, with the shape\n"
     "of the first one given.\n"
@@ -134,7 +139,8 @@ int cmd_pack_check(int argc, char** argv) {
   std::vector<std::string> attr_args, input_args;
   uint32_t seed = 1;
   double timeout_s = 30;
-  bool no_run = false;
+  bool no_run = false, no_samples = false;
+  std::string samples_arg;
   po::options_description visible("Options", 110, 55);
   visible.add_options()("help,h", "show this help")(
       "op", po::value(&only_op), "check only this op (DOMAIN::NAME); needed for --attr / --input when the pack "
@@ -142,6 +148,9 @@ int cmd_pack_check(int argc, char** argv) {
       "attr", po::value(&attr_args)->composing(), "NAME=VALUE: attribute value for the run check (repeatable)")(
       "input", po::value(&input_args)->composing(),
       "NAME=FILE.npy: input for the run check, by input name or index (repeatable)")(
+      "samples", po::value(&samples_arg),
+      "samples file to use instead of DIR/ophost-samples.json (attribute values and inputs per op)")(
+      "no-samples", po::bool_switch(&no_samples), "ignore the pack's samples file: generic probes and defaults only")(
       "timeout", po::value(&timeout_s)->default_value(30), "seconds an op's run check may take before it is killed")(
       "seed", po::value(&seed)->default_value(1), "seed of the random inputs")(
       "no-run", po::bool_switch(&no_run), "skip the run check (definitions only)")(
@@ -152,6 +161,14 @@ int cmd_pack_check(int argc, char** argv) {
   pos.add("dir", 1);
   po::variables_map vm;
   if (!parse(argc, argv, visible, all, pos, vm, kPackCheckUsage)) return kExitOk;
+  if (no_samples && !samples_arg.empty()) {
+    std::cerr << "ophost pack check: --samples and --no-samples contradict each other; give one\n";
+    return kExitUsage;
+  }
+  if (!samples_arg.empty() && !fs::is_regular_file(samples_arg)) {
+    std::cerr << "ophost pack check: --samples " << samples_arg << ": no such file\n";
+    return kExitUsage;
+  }
   if (!(timeout_s > 0)) {
     std::cerr << "ophost pack check: --timeout " << timeout_s << ": give a number of seconds above 0\n";
     return kExitUsage;
@@ -326,6 +343,13 @@ int cmd_pack_check(int argc, char** argv) {
       std::cerr << "ophost pack check: " << e.what() << "\n";
       return kExitUsage;
     }
+    // The pack's samples (--attr / --input on the command line replace those of the op they are for).
+    std::map<const oph_op_def*, std::vector<RunSpec>> samples;
+    fs::path samples_file = samples_arg.empty() ? dir / kSamplesFileName : fs::path(samples_arg);
+    if (!no_samples && !no_run && fs::exists(samples_file)) {
+      samples = read_samples_file(samples_file.string(), plugin->ops(), report);
+    }
+    const bool command_line_spec = !attr_pairs.empty() || !input_pairs.empty();
     for (size_t k = 0; k < ops.size(); ++k) {
       const oph_op_def* op = ops[k];
       std::string label = describe_op(*op);
@@ -340,7 +364,16 @@ int cmd_pack_check(int argc, char** argv) {
         report.note(label + ": run check skipped (only CPU kernels can be run here)");
         continue;
       }
-      run_check_isolated(op, label, specs[k], report);
+      auto given = samples.find(op);
+      if (command_line_spec || given == samples.end()) {
+        run_check_isolated(op, label, specs[k], report);
+        continue;
+      }
+      for (RunSpec& spec : given->second) {
+        spec.seed = seed;
+        spec.timeout_s = timeout_s;
+        run_check_isolated(op, label + ", " + spec.source, spec, report);
+      }
     }
     if (only_op.empty()) {
       for (const oph_device_backend_def* dev : plugin->devices()) {

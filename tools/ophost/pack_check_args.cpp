@@ -192,6 +192,8 @@ bool parse_number(const std::string& text, T& out) {
   return !t.empty() && ec == std::errc() && ptr == t.c_str() + t.size();
 }
 
+}  // namespace
+
 const char* attr_type_name(int32_t type) {
   switch (type) {
     case OPH_ATTR_INT: return "an int (e.g. 3)";
@@ -204,6 +206,8 @@ const char* attr_type_name(int32_t type) {
     default: return "of an unknown type";
   }
 }
+
+namespace {
 
 AttrArg parse_attr(const oph_op_def* op, const oph_attr_def* def, const std::string& value) {
   const std::string where = "--attr " + std::string(def->name) + "=" + value + ": attribute '" + def->name +
@@ -247,22 +251,38 @@ std::string attr_names(const oph_op_def* op) {
   return names.empty() ? "it has none" : "its attributes: " + join(names, ", ");
 }
 
+}  // namespace
+
 size_t input_index(const oph_op_def* op, const std::vector<const oph_io_def*>& formals, const std::string& name,
-                   const std::string& file) {
+                   const std::string& where) {
   for (size_t i = 0; i < formals.size(); ++i)
     if (name == formals[i]->name) return i;
   size_t index = 0;
   if (parse_number(name, index) && index < formals.size()) return index;
   std::vector<std::string> names;
   for (size_t i = 0; i < formals.size(); ++i) names.push_back(std::to_string(i) + " '" + formals[i]->name + "'");
-  throw UsageError("--input " + name + "=" + file + ": " + op_name(op) + " has no input '" + name +
-                   "' (its inputs: " + (names.empty() ? std::string("none") : join(names, ", ")) +
-                   "; give the name or the index)");
+  throw UsageError(where + ": " + op_name(op) + " has no input '" + name + "' (its inputs: " +
+                   (names.empty() ? std::string("none") : join(names, ", ")) + "; give the name or the index)");
 }
 
-SampleInput read_sample(const oph_op_def* op, const oph_io_def* formal, const std::string& name,
-                        const std::string& file) {
-  const std::string where = "--input " + name + "=" + file;
+void check_sample_dtype(const oph_op_def* op, const oph_io_def* formal, oph_dtype dtype, const std::string& what,
+                        const std::string& where) {
+  const oph_type_constraint* tc = tc_for(op, formal->type_var);
+  if (!tc) return;
+  std::vector<std::string> allowed;
+  bool ok = false;
+  for (size_t k = 0; k < tc->num_allowed; ++k) {
+    ok = ok || same_dtype(tc->allowed[k], dtype);
+    allowed.push_back(dtype_str(tc->allowed[k]));
+  }
+  if (!ok) {
+    throw UsageError(where + ": " + what + " " + dtype_str(dtype) + " but input '" + formal->name + "' of " +
+                     op_name(op) + " (type variable '" + formal->type_var + "') allows " + join(allowed, ", "));
+  }
+}
+
+SampleInput read_sample(const oph_op_def* op, const oph_io_def* formal, const std::string& file,
+                        const std::string& where) {
   Tensor t;
   try {
     t = read_npy(file);
@@ -275,22 +295,9 @@ SampleInput read_sample(const oph_op_def* op, const oph_io_def* formal, const st
   s.shape.assign(t.shape().begin(), t.shape().end());
   const auto* bytes = static_cast<const uint8_t*>(t.data());
   s.bytes.assign(bytes, bytes + t.nbytes());
-  if (const oph_type_constraint* tc = tc_for(op, formal->type_var)) {
-    std::vector<std::string> allowed;
-    bool ok = false;
-    for (size_t k = 0; k < tc->num_allowed; ++k) {
-      ok = ok || same_dtype(tc->allowed[k], s.dtype);
-      allowed.push_back(dtype_str(tc->allowed[k]));
-    }
-    if (!ok) {
-      throw UsageError(where + ": the file holds " + dtype_str(s.dtype) + " but input '" + formal->name + "' of " +
-                       op_name(op) + " (type variable '" + formal->type_var + "') allows " + join(allowed, ", "));
-    }
-  }
+  check_sample_dtype(op, formal, s.dtype, "the file holds", where);
   return s;
 }
-
-}  // namespace
 
 RunSpec make_run_spec(const oph_op_def* op, const std::vector<std::pair<std::string, std::string>>& attrs,
                       const std::vector<std::pair<std::string, std::string>>& inputs) {
@@ -306,8 +313,9 @@ RunSpec make_run_spec(const oph_op_def* op, const std::vector<std::pair<std::str
   }
   std::vector<const oph_io_def*> formals = actual_inputs(op);
   for (const auto& [name, file] : inputs) {
-    size_t i = input_index(op, formals, name, file);
-    spec.inputs[i] = read_sample(op, formals[i], name, file);
+    const std::string where = "--input " + name + "=" + file;
+    size_t i = input_index(op, formals, name, where);
+    spec.inputs[i] = read_sample(op, formals[i], file, where);
   }
   return spec;
 }

@@ -74,21 +74,35 @@ struct AttrArg {
   mutable std::vector<const char*> string_ptrs_;
 };
 
-// An input from --input NAME=FILE.npy.
+// An input from --input NAME=FILE.npy or from the samples file.
 struct SampleInput {
   std::string file;
   oph_dtype dtype{};
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes;  // numel * element size, C order
+  bool random = false;         // only dtype and shape given: random values (bytes empty)
 };
 
 // What the run check of one op runs with.
 struct RunSpec {
   std::map<size_t, AttrArg> attrs;        // by index in op->attributes; overrides the default
   std::map<size_t, SampleInput> inputs;   // by actual input index (variadic formals expanded to min_arity)
+  std::string source;                      // "sample 2 of DIR/ophost-samples.json"; empty: the command line
   uint32_t seed = 1;
   double timeout_s = 30;                   // per op; the child is killed after it
 };
+
+// The file a plugin folder may hold beside its manifest: attribute values and inputs for the run check of its
+// ops (ophost_add_pack(... SAMPLES file) puts it there).
+inline constexpr const char* kSamplesFileName = "ophost-samples.json";
+
+// The run specs of a samples file, by op definition (a sample names "domain::name" and applies to every
+// definition of that name).
+// A problem in the file is a finding naming the file, the sample and the field; that sample (or, when the file
+// is unreadable, the whole file) is left out.
+std::map<const oph_op_def*, std::vector<RunSpec>> read_samples_file(const std::string& file,
+                                                              const std::vector<const oph_op_def*>& ops,
+                                                              Report& report);
 
 // NAME=VALUE pairs of a repeatable option; throws UsageError naming `option` for an argument without '='.
 std::vector<std::pair<std::string, std::string>> split_assignments(const std::vector<std::string>& args,
@@ -99,6 +113,19 @@ std::vector<std::pair<std::string, std::string>> split_assignments(const std::ve
 // attribute or input on any problem.
 RunSpec make_run_spec(const oph_op_def* op, const std::vector<std::pair<std::string, std::string>>& attrs,
                       const std::vector<std::pair<std::string, std::string>>& inputs);
+
+// "an int (e.g. 3)", "a list of floats (e.g. 0.5,1,2)", ... for OPH_ATTR_*.
+const char* attr_type_name(int32_t type);
+// Index of the actual input named `name` (its declared name, or its index as text); throws UsageError starting
+// with `where` that lists the op's inputs.
+size_t input_index(const oph_op_def* op, const std::vector<const oph_io_def*>& formals, const std::string& name,
+                   const std::string& where);
+// Throws UsageError (`where`: `what` <dtype> but input ... allows ...) unless the input's type variable allows it.
+void check_sample_dtype(const oph_op_def* op, const oph_io_def* formal, oph_dtype dtype, const std::string& what,
+                        const std::string& where);
+// A .npy file as the sample of input `formal`; throws UsageError starting with `where`.
+SampleInput read_sample(const oph_op_def* op, const oph_io_def* formal, const std::string& file,
+                        const std::string& where);
 
 // The run check of one CPU op (random inputs of a few shapes, or the --input sample), in a forked child so
 // that a crash or a hang is a finding and the check goes on with the next op.

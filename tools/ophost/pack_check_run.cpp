@@ -321,7 +321,8 @@ class OpChecker {
     for (const auto& m : missing) args.push_back("--attr " + m + "=VALUE");
     report_.not_run(label_ + ": not run: attribute" + (missing.size() > 1 ? "s '" : " '") + join(missing, "', '") +
                     (missing.size() > 1 ? "' are" : "' is") + " required; pass " + join(args, " ") +
-                    " (with --op " + op_name(op_) + ")");
+                    " (with --op " + op_name(op_) + "), or give " + (missing.size() > 1 ? "them" : "it") +
+                    " in the pack's " + kSamplesFileName);
     return false;
   }
 
@@ -333,7 +334,8 @@ class OpChecker {
       if (io->memory == OPH_MEMORY_HOST) {
         report_.not_run(label_ + ": not run: input " + std::to_string(i) + " '" + io->name +
                         "' is a host-memory (shape-like) input, for which random values mean nothing; pass --input " +
-                        io->name + "=FILE.npy (with --op " + op_name(op_) + ")");
+                        io->name + "=FILE.npy (with --op " + op_name(op_) + "), or give its values in the pack's " +
+                        kSamplesFileName);
         return false;
       }
     }
@@ -405,7 +407,13 @@ class OpChecker {
     std::vector<Buffer> inputs(in_formal_.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (auto it = spec_.inputs.find(i); it != spec_.inputs.end()) {
-        inputs[i] = from_sample(it->second);
+        if (it->second.random) {  // a samples file's {"dtype", "shape"}
+          inputs[i].shape = it->second.shape;
+          inputs[i].dtype = it->second.dtype;
+          fill_random(inputs[i], rng_);
+        } else {
+          inputs[i] = from_sample(it->second);
+        }
         continue;
       }
       if (!types.count(in_formal_[i]->type_var) && !types_fillable(types)) return {};
@@ -426,13 +434,17 @@ class OpChecker {
       if (spec_.inputs.empty()) {
         report_.not_run(label_ + ": not run: infer rejected every probe (" + why +
                         "); pass inputs of shapes the op accepts with --input NAME=FILE.npy (with --op " +
-                        op_name(op_) + ")");
+                        op_name(op_) + "), or give them in the pack's " + kSamplesFileName);
       } else {
-        report_.not_run(label_ + ": not run: infer rejected the given inputs (" + why + ")");
+        report_.not_run(label_ + ": not run: infer rejected " +
+                        (spec_.source.empty() ? "the given inputs" : "the sample's inputs") + " (" + why +
+                        ")");
       }
     } else if (ran > 0 && report_.count() == 0) {
-      std::string runs = spec_.inputs.empty() ? std::to_string(ran) + " runs, " + join(dtypes_run, ", ")
-                                              : "the given inputs";
+      // The label names the sample when the spec came from the samples file.
+      std::string runs = !spec_.inputs.empty() ? (spec_.source.empty() ? "the given inputs" : "the sample's inputs")
+                         : std::to_string(ran) + " runs, " + join(dtypes_run, ", ") +
+                               (spec_.source.empty() ? "" : ", the sample's attributes");
       report_.ok(label_ + ": run check (" + runs +
                  (inplace_runs ? ", " + std::to_string(inplace_runs) + " in place" : "") +
                  "): infer agrees with compute, every output element written, no writes outside the buffers, "

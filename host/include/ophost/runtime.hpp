@@ -79,6 +79,14 @@ struct MemoryStats {
                                       // blocks not in the cache, tensors handed to the caller)
 };
 
+// A value the static plan puts in the buffer of one of its node's inputs (MAY_INPLACE).
+struct InplaceValue {
+  std::string value;  // the node's output
+  std::string input;  // the input whose buffer it takes over
+  std::string node;
+  std::string op;     // "domain::op_type" ("" domain shown as the op type alone)
+};
+
 // What the static memory plan of the model's declared shapes looks like.
 struct MemoryPlanReport {
   bool planned = false;        // false: some shape is only known at run time
@@ -86,6 +94,7 @@ struct MemoryPlanReport {
   size_t lower_bound = 0;      // largest live byte total at any step
   size_t values = 0;           // values placed in the arena
   size_t inplace = 0;          // outputs sharing their input's buffer (MAY_INPLACE)
+  std::vector<InplaceValue> inplace_values;  // which ones, in execution order
 };
 
 // Half of the machine's physical memory in bytes (0 when it cannot be read): SessionOptions::mem_limit's default.

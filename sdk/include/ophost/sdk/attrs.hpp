@@ -12,6 +12,20 @@ namespace ophost::sdk {
 
 template <class T>
 struct attr_traits;
+// The C++ types an attribute reads as (an attribute parameter of fn<>(), attr<T>(), .attr(name, default)).
+template <class T>
+inline constexpr bool is_attr_type_v = false;
+template <> inline constexpr bool is_attr_type_v<float> = true;
+template <> inline constexpr bool is_attr_type_v<int64_t> = true;
+template <> inline constexpr bool is_attr_type_v<std::string> = true;
+template <> inline constexpr bool is_attr_type_v<std::vector<float>> = true;
+template <> inline constexpr bool is_attr_type_v<std::vector<int64_t>> = true;
+template <> inline constexpr bool is_attr_type_v<std::vector<std::string>> = true;
+// One message for every place that takes an attribute type; each of those places stops instantiating when it
+// fails, so this is the only error the compiler prints (besides where it was instantiated from).
+#define OPH_ATTR_TYPE_MESSAGE                                                                                  \
+  "ophost SDK: unsupported attribute type; use float, int64_t, std::string, std::vector<float>, "             \
+  "std::vector<int64_t> or std::vector<std::string> (not int, double, bool or const char*)"
 template <> struct attr_traits<float> { static constexpr int32_t type = OPH_ATTR_FLOAT; };
 template <> struct attr_traits<int64_t> { static constexpr int32_t type = OPH_ATTR_INT; };
 template <> struct attr_traits<std::string> { static constexpr int32_t type = OPH_ATTR_STRING; };
@@ -53,6 +67,15 @@ class Attrs {
   }
   template <class T>
   static T convert(const oph_attr_value& v, std::string_view name) {
+    static_assert(is_attr_type_v<T>, OPH_ATTR_TYPE_MESSAGE);
+    if constexpr (is_attr_type_v<T>) return convert_known<T>(v, name);
+    else throw Error(OPH_CODE_INTERNAL, "unsupported attribute type");  // never compiled: the assertion fails
+  }
+  size_t size() const noexcept { return n_; }
+
+ private:
+  template <class T>
+  static T convert_known(const oph_attr_value& v, std::string_view name) {
     if (v.type != attr_traits<T>::type) {
       throw Error(OPH_CODE_INVALID_ARGUMENT, "attribute '" + std::string(name) + "' is " +
                                                  attr_type_name(v.type) + ", expected " +
@@ -69,9 +92,7 @@ class Attrs {
       return out;
     }
   }
-  size_t size() const noexcept { return n_; }
 
- private:
   const oph_op_def* op_ = nullptr;
   const oph_attr_value* const* values_ = nullptr;
   size_t n_ = 0;

@@ -207,6 +207,12 @@ constexpr int kind_of() {  // 0 ctx, 1 in, 2 out, 3 attr
   else if constexpr (is_out<std::remove_cvref_t<A>>::value) return 2;
   else return 3;
 }
+
+// Whether every attribute parameter (each one that is not the context, In<T> or Out<T>) has an attribute type.
+template <class Args>
+struct attr_params_ok;
+template <class... A>
+struct attr_params_ok<std::tuple<A...>> : std::bool_constant<((kind_of<A>() != 3 || is_attr_type_v<A>) && ...)> {};
 }  // namespace detail
 
 }  // namespace ophost::sdk

@@ -136,8 +136,12 @@ class OpBuilder {
   template <auto Fn>
   OpBuilder& fn() {
     using Args = typename detail::fn_traits<decltype(Fn)>::args;
-    derive_signature<Args>(std::make_index_sequence<std::tuple_size_v<Args>>{});
-    compute([](KernelContext& ctx) { invoke<Fn, Args>(ctx, std::make_index_sequence<std::tuple_size_v<Args>>{}); });
+    // Parameters after the In<T> / Out<T> ones are attributes (the instantiation context names the function).
+    static_assert(detail::attr_params_ok<Args>::value, OPH_ATTR_TYPE_MESSAGE);
+    if constexpr (detail::attr_params_ok<Args>::value) {
+      derive_signature<Args>(std::make_index_sequence<std::tuple_size_v<Args>>{});
+      compute([](KernelContext& ctx) { invoke<Fn, Args>(ctx, std::make_index_sequence<std::tuple_size_v<Args>>{}); });
+    }
     return *this;
   }
 
@@ -191,6 +195,12 @@ class OpBuilder {
 
   template <class V>
   OpBuilder& attr_impl(std::string name, V value, bool required) {
+    static_assert(is_attr_type_v<V>, OPH_ATTR_TYPE_MESSAGE);
+    if constexpr (is_attr_type_v<V>) attr_store<V>(std::move(name), std::move(value), required);
+    return *this;
+  }
+  template <class V>
+  void attr_store(std::string name, V value, bool required) {
     oph_attr_def d{};
     d.struct_size = OPH_ATTR_DEF_STRUCT_SIZE;
     d.name = keep(std::move(name));
@@ -206,7 +216,6 @@ class OpBuilder {
     else if constexpr (std::is_same_v<V, std::vector<float>>) store.floats = std::move(value);
     else if constexpr (std::is_same_v<V, std::vector<int64_t>>) store.ints = std::move(value);
     else store.strings = std::move(value);
-    return *this;
   }
   OpBuilder& schema_attr(std::string name, int32_t type, bool required) {
     oph_attr_def d{};
