@@ -52,12 +52,23 @@ void gather_compute(const oph::KernelContext& ctx, int32_t since) {
   });
 }
 
+// GatherElements / ScatterElements: along every axis but `axis`, an index position is also a data position, so
+// indices may not be longer than data there (it would read or write out of bounds).
+void check_element_indices(std::span<const int64_t> data, std::span<const int64_t> idx, int64_t axis,
+                           const std::string& op) {
+  for (size_t k = 0; k < idx.size(); ++k)
+    if (static_cast<int64_t>(k) != axis && idx[k] > data[k])
+      fail(op + ": indices shape " + shape_str(idx) + " exceeds data shape " + shape_str(data) + " on axis " +
+           std::to_string(k) + " (only the axis " + std::to_string(axis) + " may differ)");
+}
+
 void gather_elements_compute(const oph::KernelContext& ctx) {
   const std::string op = "GatherElements";
   oph::TensorRef data = input(ctx, 0, op), idx = input(ctx, 1, op);
   const int64_t r = data.ndim();
   if (idx.ndim() != r) fail(op + ": data and indices must have the same rank");
   const int64_t axis = normalize_axis(ctx.attr<int64_t>("axis"), r, true, op);
+  check_element_indices(data.shape(), idx.shape(), axis, op);
   oph::TensorRef y = ensure_output(ctx, 0, idx.shape(), op);
   if (!y.present()) return;
   const size_t n = idx.size(), es = elem_size(data.dtype());
@@ -107,6 +118,9 @@ void scatter_elements_compute(const oph::KernelContext& ctx, int32_t since) {
   std::string red = since >= 16 ? ctx.attr<std::string>("reduction") : "none";
   if (red != "none" && red != "add" && red != "mul" && !(since >= 18 && (red == "max" || red == "min")))
     fail(op + ": reduction '" + red + "' is not supported in this opset");
+  check_element_indices(data.shape(), idx.shape(), axis, op);
+  if (!std::equal(idx.shape().begin(), idx.shape().end(), upd.shape().begin(), upd.shape().end()))
+    fail(op + ": updates shape " + shape_str(upd.shape()) + " must equal the indices shape " + shape_str(idx.shape()));
   oph::TensorRef y = ensure_output(ctx, 0, data.shape(), op);
   if (!y.present()) return;
   copy_bytes(ctx, y.data(), data.data(), data.size() * elem_size(data.dtype()));
@@ -283,6 +297,12 @@ void scatternd_compute(const oph::KernelContext& ctx, int32_t since) {
   if (red != "none" && red != "add" && red != "mul" && !(since >= 18 && (red == "max" || red == "min")))
     fail(op + ": reduction '" + red + "' is not supported in this opset");
   NdGeometry g = nd_geometry(data.shape(), idx.shape(), 0, op);
+  // updates must be indices.shape[:-1] + data.shape[indices.shape[-1]:], or it is read out of bounds.
+  std::vector<int64_t> want(idx.shape().begin(), idx.shape().end() - 1);
+  want.insert(want.end(), data.shape().begin() + static_cast<std::ptrdiff_t>(g.last), data.shape().end());
+  if (!std::equal(want.begin(), want.end(), upd.shape().begin(), upd.shape().end()))
+    fail(op + ": updates shape " + shape_str(upd.shape()) + " must be indices.shape[:-1] + data.shape[" +
+         std::to_string(g.last) + ":] = " + shape_str(want));
   oph::TensorRef y = ensure_output(ctx, 0, data.shape(), op);
   if (!y.present()) return;
   copy_bytes(ctx, y.data(), data.data(), data.size() * elem_size(data.dtype()));
