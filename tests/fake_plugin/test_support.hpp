@@ -2,7 +2,7 @@
 // folder with a manifest (good, or mutated into a broken one), environment variables.
 #pragma once
 
-#include "plugins/manifest.hpp"
+#include <ophost/manifest.hpp>
 #include "plugins/plugin_set.hpp"
 
 #include <cstdlib>

@@ -4,7 +4,7 @@
 #include "integration_support.hpp"
 
 #include "../fake_plugin/test_support.hpp"
-#include "plugins/manifest.hpp"
+#include <ophost/manifest.hpp>
 #include "plugins/plugin_set.hpp"
 
 #include <ophost/runtime.hpp>

@@ -2,7 +2,7 @@
 // fakedevops pack (Add and Relu on fakedev; it checks it is handed fakedev tensors and context).
 #include "integration_support.hpp"
 
-#include "plugins/manifest.hpp"
+#include <ophost/manifest.hpp>
 #include "plugins/plugin_set.hpp"
 
 #include <ophost/runtime.hpp>

@@ -3,8 +3,8 @@
 // runs; a pack requiring a newer minor is rejected naming both versions.
 #include "integration_support.hpp"
 
-#include "model/npy.hpp"
-#include "plugins/manifest.hpp"
+#include <ophost/npy.hpp>
+#include <ophost/manifest.hpp>
 #include "plugins/plugin_set.hpp"
 
 #include <gtest/gtest.h>

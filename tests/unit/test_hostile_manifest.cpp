@@ -1,6 +1,6 @@
 // Manifest fuzz finds (tests/fuzz/regressions) replayed through parse_manifest: each must parse or fail with an
 // ophost::Error, never with another exception.
-#include "plugins/manifest.hpp"
+#include <ophost/manifest.hpp>
 
 #include <gtest/gtest.h>
 
