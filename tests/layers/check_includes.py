@@ -65,6 +65,14 @@ def main():
             return -1
         return rank[PUBLIC_LAYER[header]]
 
+    def check_public(inc, own, where, who):  # an <ophost/...> include by code of rank `own`
+        h = inc[len("ophost/"):]
+        if not installed(h):
+            problems.append(f"{where}: <{inc}> is not a public or SDK header")
+        elif public_rank(h, where) > own:
+            problems.append(f"{where}: {who} includes <{inc}>, which belongs to layer {PUBLIC_LAYER[h]} above it; "
+                            "include the small public header that holds the type it needs (or split one out)")
+
     for layer_name, header_layer in PUBLIC_LAYER.items():
         if header_layer not in rank:
             problems.append(f"check_includes.py: PUBLIC_LAYER gives {layer_name} the unknown layer {header_layer}")
@@ -79,12 +87,7 @@ def main():
                 problems.append(f'{where}: includes "{inc}"; a public header includes only <ophost/...> public or '
                                 "SDK headers and the standard library (move what it needs into a public header)")
             elif inc.startswith("ophost/"):
-                h = inc[len("ophost/"):]
-                if not installed(h):
-                    problems.append(f"{where}: <{inc}> is not a public or SDK header")
-                elif public_rank(h, where) > own:
-                    problems.append(f"{where}: <{inc}> belongs to layer {PUBLIC_LAYER[h]}, above this header's "
-                                    f"({PUBLIC_LAYER.get(f.name)}); move the type down or the include up")
+                check_public(inc, own, where, f"public header {f.name} (layer {PUBLIC_LAYER.get(f.name)})")
 
     # The layers.
     for layer in order:
@@ -105,13 +108,7 @@ def main():
                                         f"it (order, bottom first: {', '.join(order)}); move the code it needs "
                                         f"down to {layer} or below, or pass it in from above")
                 elif inc.startswith("ophost/"):
-                    h = inc[len("ophost/"):]
-                    if not installed(h):
-                        problems.append(f"{where}: <{inc}> is not a public or SDK header")
-                    elif public_rank(h, where) > own:
-                        problems.append(f"{where}: layer {layer} includes <{inc}>, which belongs to layer "
-                                        f"{PUBLIC_LAYER[h]} above it; include the small public header that holds "
-                                        "the type it needs (or split one out)")
+                    check_public(inc, own, where, f"layer {layer}")
     for sub in sorted(p for p in host.iterdir() if p.is_dir() and p.name != "include" and p.name not in rank):
         problems.append(f"host/{sub.name}/ is not a layer: add it to OPHOST_HOST_LAYERS in host/CMakeLists.txt")
 
