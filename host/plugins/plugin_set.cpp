@@ -1,30 +1,25 @@
+// Plugin discovery: the roots and their trust (ownership and modes up to "/"), the manifests found in them,
+// the checks made before anything is loaded (disabled, shadowed, platform, ABI, CPU features, device probes,
+// sha256), then LoadedPlugin::load (plugin_load.cpp) and the reports of what was decided.
 #include "plugins/plugin_set.hpp"
 #include "plugins/plugin_util.hpp"
 #include "plugins/verify_cache.hpp"
 
 #include <ophost/services.hpp>
 
-#include <boost/dll/shared_library_load_mode.hpp>
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
-#include <dlfcn.h>
-#include <elf.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
-#include <mutex>
 #include <set>
 #include <sstream>
 

@@ -1,5 +1,6 @@
 // Manifest parsing, schema checks and the writer.
 #include "fake_plugin/test_support.hpp"
+
 #include <ophost/manifest.hpp>
 
 #include <gmock/gmock.h>
