@@ -20,7 +20,9 @@ PluginLibrary::~PluginLibrary() = default;
 std::unique_ptr<PluginLibrary> PluginLibrary::load(const fs::path& library, const fs::path& manifest_path,
                                                    const Manifest* manifest, const std::string& prefix) {
   auto impl = std::make_unique<Impl>();
-  impl->plugin = LoadedPlugin::load(library, library.parent_path(), manifest_path, manifest, prefix);
+  // The plugin's folder (oph_host_info.plugin_dir): the manifest's, or the library's when there is none.
+  const fs::path dir = manifest_path.empty() ? library.parent_path() : manifest_path.parent_path();
+  impl->plugin = LoadedPlugin::load(library, dir, manifest_path, manifest, prefix);
   return std::make_unique<PluginLibrary>(std::move(impl));
 }
 

@@ -24,7 +24,8 @@ namespace ophost {
 class OPHOST_API PluginLibrary {
  public:
   // Throws Error whose message starts with `prefix` (plugin_message_prefix()). `manifest` may be null: then
-  // nothing is compared against a manifest.
+  // nothing is compared against a manifest. The plugin is told its folder is the manifest's (the library's when
+  // `manifest_path` is empty).
   static std::unique_ptr<PluginLibrary> load(const std::filesystem::path& library,
                                              const std::filesystem::path& manifest_path, const Manifest* manifest,
                                              const std::string& prefix);
