@@ -1,6 +1,6 @@
 #include <ophost/services.hpp>
 
-#include "exec/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 #include "memory/pool.hpp"
 
 #include <spdlog/spdlog.h>

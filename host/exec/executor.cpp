@@ -8,6 +8,8 @@
 //    steady state of repeating shapes asks the system for nothing but the graph outputs the caller keeps.
 //  - scheduling: in file order on the calling thread, or (parallel mode, planned frames) on the inter-op pool in
 //    dependency order. If/Loop/Scan bodies are sessions of their own and run through the same loop.
+// Over 600 lines on purpose: the frames, the node loop templated over them and the run entry points share
+// file-local types (RunState, PlannedFrame, GenericFrame) that would otherwise need a header of their own.
 #include "exec/memory_plan.hpp"
 #include "exec/parallel.hpp"
 #include "exec/run_hooks.hpp"

@@ -1,11 +1,11 @@
 // Value dumps and kernel debug mode (node_debug.hpp).
 #include "exec/node_debug.hpp"
 
-#include "model/npy.hpp"
 #include "passes/passes.hpp"
 #include "registry/registry.hpp"
 
 #include <ophost/error.hpp>
+#include <ophost/npy.hpp>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>

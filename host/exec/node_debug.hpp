@@ -45,10 +45,7 @@ class ValueDump {
   std::vector<std::string> used_files_;
 };
 
-// The file name (without ".npy") of value `name` in a dump: characters other than [A-Za-z0-9._-] as '_'; a name
-// longer than 180 characters keeps its first 160 and gets "_" and the 16 hex digits of its FNV-1a 64 hash (file
-// names are limited to 255 bytes). tools/dev/expose_all_values.py renames a peer's values the same way.
-std::string dump_file_stem(const std::string& name);
+// dump_file_stem (a value's file name in a dump) is public: <ophost/runtime.hpp>.
 
 // "domain::op" ("Op" alone for the standard domain), the pack ("host" for control flow and copies), and the pass
 // that made the node when that can be told from the node ("" otherwise).

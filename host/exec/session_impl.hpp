@@ -127,7 +127,7 @@ struct ShapePlan {
   std::vector<ValueMeta> values;
 };
 
-struct Session::Impl {
+struct OPHOST_LOCAL Session::Impl {
   std::shared_ptr<const PluginSet> plugins;  // keeps the libraries loaded while the session lives
   Model model;
   std::deque<Tensor> constants;  // values computed at load (Constant nodes); ValueSlot::constant points here

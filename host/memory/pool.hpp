@@ -2,7 +2,7 @@
 // caching size-class pool for dynamic shapes and scratch. Statistics use ONNX Runtime's names.
 #pragma once
 
-#include <ophost/runtime.hpp>
+#include <ophost/memory_stats.hpp>
 
 #include <cstddef>
 #include <cstdint>

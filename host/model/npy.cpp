@@ -1,5 +1,5 @@
 // .npy read/write and the deterministic random fill.
-#include "model/npy.hpp"
+#include <ophost/npy.hpp>
 
 #include <ophost/error.hpp>
 

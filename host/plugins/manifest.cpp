@@ -1,4 +1,4 @@
-#include "plugins/manifest.hpp"
+#include <ophost/manifest.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -11,11 +11,12 @@
 #pragma once
 
 #include "core/unique_fd.hpp"
-#include "plugins/manifest.hpp"
 
 #include <ophost/error.hpp>
 #include <ophost/ophost_plugin.h>
-#include <ophost/runtime.hpp>
+#include <ophost/manifest.hpp>
+#include <ophost/pack.hpp>
+#include <ophost/plugin_report.hpp>
 
 #include <boost/dll/shared_library.hpp>
 
@@ -133,43 +134,13 @@ std::vector<std::filesystem::path> plugin_search_roots(const DiscoveryOptions& o
 // <dir of the running executable>/../lib/ophost/plugins (from /proc/self/exe).
 std::filesystem::path default_plugin_dir();
 
-// Extra fields for manifest_from_library (the rest comes from the library itself).
-struct ManifestExtras {
-  std::string description;
-  std::string license;
-  std::vector<std::string> requires_devices;
-  std::vector<std::string> cpu_features;
-  std::vector<std::string> probe_device_files;  // manifest "probe" (device backends)
-  std::vector<std::string> probe_libraries;
-};
-
-// For `ophost pack manifest`: loads `library` without a manifest, runs the handshake, validates the tables and
-// returns a manifest describing it: name/version/abi from the plugin info, ops/devices from the tables, sha256
-// of the file, platform of this machine, `library` = the file name (the manifest goes next to the library).
-// `kind` must match the plugin's. Throws Error.
-Manifest manifest_from_library(const std::filesystem::path& library, std::string_view kind,
-                               const ManifestExtras& extras = {});
-
-// Lowercase hex SHA-256 of a file. Throws Error(kNotFound) when it cannot be read.
-std::string sha256_file(const std::filesystem::path& path);
-// Of the open file `fd`, read from offset 0 with pread (`path` names it in messages).
+// SHA-256 of the open file `fd`, read from offset 0 with pread (`path` names it in messages).
 std::string sha256_fd(int fd, const std::filesystem::path& path);
 
-// This machine: "linux" and uname's machine ("x86_64", "aarch64", ...).
-std::string host_os();
-std::string host_arch();
-// CPU feature flags of this machine (from /proc/cpuinfo "flags" / "Features"), sorted.
+// This machine's CPU feature flags (from /proc/cpuinfo "flags" / "Features"), sorted.
 const std::vector<std::string>& host_cpu_features();
 
 // Number of dlopen calls made by the loader in this process (tests: "no dlopen for a rejected plugin").
 std::size_t dlopen_count() noexcept;
-
-// "domain::name [since-end] on device" ("ai.onnx" shown for the standard domain; end "max" when open).
-std::string describe_op(const oph_op_def& op);
-std::string describe_op(const ManifestOp& op);
-
-// Validates a plugin's op table entry / device table entry; returns "" when fine, else the problem.
-std::string validate_op_def(const oph_op_def* op);
-std::string validate_device_def(const oph_device_backend_def* dev);
 
 }  // namespace ophost

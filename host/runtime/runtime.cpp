@@ -1,12 +1,12 @@
 // ophost::Runtime and ophost::Session: the embedding API over discovery, registry and execution.
+#include <ophost/manifest.hpp>
 #include <ophost/runtime.hpp>
 
+#include "core/thread_pool.hpp"
 #include "exec/node_debug.hpp"
 #include "exec/run_hooks.hpp"
 #include "exec/session_impl.hpp"
-#include "exec/thread_pool.hpp"
 #include "model/model.hpp"
-#include "plugins/manifest.hpp"
 #include "plugins/plugin_set.hpp"
 #include "registry/registry.hpp"
 
@@ -40,7 +40,7 @@ void ensure_logging() {
 }
 }  // namespace
 
-struct Runtime::Impl {
+struct OPHOST_LOCAL Runtime::Impl {
   std::shared_ptr<PluginSet> plugins;
   std::vector<PluginReport> reports;
   OpRegistry registry;
@@ -99,6 +99,8 @@ Runtime::~Runtime() = default;
 const std::vector<PluginReport>& Runtime::plugins() const noexcept { return impl_->reports; }
 const std::vector<std::string>& Runtime::conflicts() const noexcept { return impl_->conflicts; }
 const std::vector<std::filesystem::path>& Runtime::plugin_roots() const noexcept { return impl_->plugins->roots(); }
+
+void set_intra_op_threads(int threads) { ThreadPool::set_global_threads(threads); }
 
 size_t default_mem_limit() noexcept {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);

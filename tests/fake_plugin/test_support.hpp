@@ -2,8 +2,9 @@
 // folder with a manifest (good, or mutated into a broken one), environment variables.
 #pragma once
 
-#include "plugins/manifest.hpp"
 #include "plugins/plugin_set.hpp"
+
+#include <ophost/manifest.hpp>
 
 #include <cstdlib>
 #include <filesystem>

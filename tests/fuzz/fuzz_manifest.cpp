@@ -1,5 +1,5 @@
 // libFuzzer: manifest text -> parse_manifest. Success or ophost::Error are the only acceptable outcomes.
-#include "plugins/manifest.hpp"
+#include <ophost/manifest.hpp>
 
 #include <string_view>
 

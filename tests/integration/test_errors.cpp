@@ -3,7 +3,7 @@
 // Broken models are written here with the ONNX protobuf classes.
 #include "integration_support.hpp"
 
-#include "model/npy.hpp"
+#include <ophost/npy.hpp>
 
 #include <ophost/error.hpp>
 #include <ophost/runtime.hpp>

@@ -2,7 +2,7 @@
 // the float64 numpy references stored beside it.
 #include "integration_support.hpp"
 
-#include "model/npy.hpp"
+#include <ophost/npy.hpp>
 
 #include <ophost/error.hpp>
 #include <ophost/runtime.hpp>

@@ -2,7 +2,7 @@
 // session run from many threads, out-of-memory errors.
 #include "integration_support.hpp"
 
-#include "model/npy.hpp"
+#include <ophost/npy.hpp>
 
 #include <ophost/runtime.hpp>
 

@@ -4,9 +4,9 @@
 #include "integration_support.hpp"
 
 #include "../fake_plugin/test_support.hpp"
-#include "plugins/manifest.hpp"
 #include "plugins/plugin_set.hpp"
 
+#include <ophost/manifest.hpp>
 #include <ophost/runtime.hpp>
 
 namespace ophost::itest {

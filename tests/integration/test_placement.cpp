@@ -2,9 +2,9 @@
 // fakedevops pack (Add and Relu on fakedev; it checks it is handed fakedev tensors and context).
 #include "integration_support.hpp"
 
-#include "plugins/manifest.hpp"
 #include "plugins/plugin_set.hpp"
 
+#include <ophost/manifest.hpp>
 #include <ophost/runtime.hpp>
 
 #if defined(OPHOST_PLACEMENT_PLUGIN_DIR) && defined(FAKE_PLUGIN_fakedev) && defined(FAKE_PLUGIN_fakedevoff)

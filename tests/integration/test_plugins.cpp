@@ -2,8 +2,8 @@
 // a duplicate-op conflict between two packs, the search order and the current directory never being searched.
 #include "integration_support.hpp"
 
-#include "model/npy.hpp"
-#include "plugins/manifest.hpp"
+#include <ophost/npy.hpp>
+#include <ophost/manifest.hpp>
 
 #include <ophost/error.hpp>
 #include <ophost/runtime.hpp>

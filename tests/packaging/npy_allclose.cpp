@@ -1,7 +1,7 @@
 // ophost_npy_allclose GOT.npy WANT.npy [RTOL] [ATOL]: exit 0 when both are float32 tensors of one shape with
 // |got - want| <= atol + rtol * |want| everywhere (defaults 1e-5, 1e-6), or both int64 tensors of one shape
 // with equal elements; else 1 with the (worst) differing element.
-#include "model/npy.hpp"
+#include <ophost/npy.hpp>
 
 #include <cmath>
 #include <cstdio>

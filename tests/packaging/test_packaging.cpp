@@ -3,9 +3,10 @@
 // runs; a pack requiring a newer minor is rejected naming both versions.
 #include "integration_support.hpp"
 
-#include "model/npy.hpp"
-#include "plugins/manifest.hpp"
 #include "plugins/plugin_set.hpp"
+
+#include <ophost/manifest.hpp>
+#include <ophost/npy.hpp>
 
 #include <gtest/gtest.h>
 

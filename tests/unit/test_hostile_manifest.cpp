@@ -1,6 +1,6 @@
 // Manifest fuzz finds (tests/fuzz/regressions) replayed through parse_manifest: each must parse or fail with an
 // ophost::Error, never with another exception.
-#include "plugins/manifest.hpp"
+#include <ophost/manifest.hpp>
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(HostileManifest, FuzzRegressionsFailCleanly) {
-  const fs::path dir = fs::path(__FILE__).parent_path() / ".." / "fuzz" / "regressions";
+  // From CMake, not __FILE__: ccache (base_dir) compiles with relative paths, which __FILE__ then holds.
+  const fs::path dir = OPHOST_FUZZ_REGRESSIONS;
   size_t n = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     std::ifstream in(e.path(), std::ios::binary);

@@ -1,6 +1,7 @@
 // Manifest parsing, schema checks and the writer.
 #include "fake_plugin/test_support.hpp"
-#include "plugins/manifest.hpp"
+
+#include <ophost/manifest.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // The memory pool's size-class cache and the host's scratch memory built on it (SDK scratch_alloc/scratch_free).
-#include "exec/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 #include "memory/pool.hpp"
 
 #include <ophost/services.hpp>

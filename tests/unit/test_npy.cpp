@@ -1,5 +1,5 @@
 // .npy read/write, numpy interoperability, and the deterministic random fill shared with the ORT peer.
-#include "model/npy.hpp"
+#include <ophost/npy.hpp>
 
 #include <ophost/error.hpp>
 #include <ophost/tensor.hpp>

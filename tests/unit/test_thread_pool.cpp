@@ -1,5 +1,5 @@
 // The intra-op pool behind the SDK's parallel_for: every index exactly once, nested and concurrent calls safe.
-#include "exec/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // value) and names the first node whose output diverges while its inputs agree.
 #include "common.hpp"
 
-#include "model/npy.hpp"
+#include <ophost/npy.hpp>
 
 #include <ophost/error.hpp>
 
@@ -21,10 +21,6 @@
 #include <sstream>
 
 #include <unistd.h>
-
-namespace ophost {
-std::string dump_file_stem(const std::string& name);  // host/exec/node_debug.hpp: a value's file in a dump
-}  // namespace ophost
 
 namespace ophost::cli {
 

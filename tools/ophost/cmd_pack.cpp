@@ -3,8 +3,8 @@
 #include "common.hpp"
 #include "pack_check.hpp"
 
-#include "plugins/manifest.hpp"
-#include "plugins/plugin_set.hpp"
+#include <ophost/manifest.hpp>
+#include <ophost/pack.hpp>
 
 #include <iostream>
 

@@ -1,7 +1,7 @@
 // ophost run MODEL: load a model through the packs, feed it, run it once, print (and optionally save) outputs.
 #include "common.hpp"
 
-#include "model/npy.hpp"
+#include <ophost/npy.hpp>
 
 #include <ophost/error.hpp>
 

@@ -2,7 +2,7 @@
 
 #include <ophost/error.hpp>
 
-#include "model/npy.hpp"
+#include <ophost/npy.hpp>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>

@@ -13,11 +13,10 @@
 #include "pack_check.hpp"
 #include "pack_check_internal.hpp"
 
-#include "exec/thread_pool.hpp"
-#include "plugins/manifest.hpp"
-#include "plugins/plugin_set.hpp"
-
 #include <ophost/error.hpp>
+#include <ophost/manifest.hpp>
+#include <ophost/pack.hpp>
+#include <ophost/runtime.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -185,7 +184,7 @@ int cmd_pack_check(int argc, char** argv) {
   // A pool without workers, before any plugin code runs: the run checks happen in forked children, where
   // worker threads of the parent would not exist (a parallel_for through the services a pack kept from its
   // entry would wait for them forever).
-  ThreadPool::set_global_threads(1);
+  set_intra_op_threads(1);
   Report report;
   fs::path dir = dir_arg;
   fs::path manifest_path = dir / kManifestFileName;
@@ -310,10 +309,10 @@ int cmd_pack_check(int argc, char** argv) {
   }
 
   // 3. Load, handshake and tables (the loader's own code); without the manifest when it is unusable.
-  std::unique_ptr<LoadedPlugin> plugin;
+  std::unique_ptr<PluginLibrary> plugin;
   std::string prefix = plugin_message_prefix(manifest ? manifest->name : dir.filename().string(), manifest_path);
   try {
-    plugin = LoadedPlugin::load(library, dir, manifest_path, manifest ? &*manifest : nullptr, prefix);
+    plugin = PluginLibrary::load(library, manifest_path, manifest ? &*manifest : nullptr, prefix);
     report.ok("loads: handshake, op and device tables valid" +
               std::string(manifest ? ", equal to the manifest's provides" : ""));
   } catch (const Error& e) {
@@ -322,7 +321,7 @@ int cmd_pack_check(int argc, char** argv) {
                     "regenerate the manifest"});
     if (manifest) {
       try {
-        plugin = LoadedPlugin::load(library, dir, manifest_path, nullptr, prefix);
+        plugin = PluginLibrary::load(library, manifest_path, nullptr, prefix);
         report.note("loaded again without comparing against the manifest, to check the ops");
       } catch (const Error&) {
       }

@@ -1,7 +1,7 @@
 // `ophost pack check`: the report, the helpers over op definitions, and --attr / --input typed by the op.
 #include "pack_check_internal.hpp"
 
-#include "model/npy.hpp"
+#include <ophost/npy.hpp>
 
 #include <ophost/error.hpp>
 #include <ophost/tensor.hpp>

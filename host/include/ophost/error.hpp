@@ -3,6 +3,8 @@
 // only at the C ABI boundary.
 #pragma once
 
+#include <ophost/export.hpp>
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -28,9 +30,9 @@ enum class Code : int32_t {
   kDataLoss = 15,
 };
 
-const char* code_name(Code code) noexcept;
+OPHOST_API const char* code_name(Code code) noexcept;
 
-class Error : public std::runtime_error {
+class OPHOST_API Error : public std::runtime_error {
  public:
   Error(Code code, const std::string& message) : std::runtime_error(message), code_(code) {}
   Code code() const noexcept { return code_; }

@@ -1,5 +1,5 @@
 // The C++ embedding API: a Runtime owns the discovered plugins; a Session owns one loaded, prepared model.
-// The `ophost` command is built on exactly this API.
+// The `ophost` command is built on exactly the public headers (this one, npy.hpp, manifest.hpp, pack.hpp).
 //
 //   ophost::Runtime rt({});                              // discovers and loads plugins
 //   auto session = rt.load("model.onnx");                // parse, resolve, infer, create kernels
@@ -7,6 +7,9 @@
 #pragma once
 
 #include <ophost/error.hpp>
+#include <ophost/export.hpp>
+#include <ophost/memory_stats.hpp>
+#include <ophost/plugin_report.hpp>
 #include <ophost/tensor.hpp>
 
 #include <filesystem>
@@ -42,41 +45,10 @@ struct RuntimeOptions {
   int intra_op_threads = 0;
 };
 
-// One plugin the discovery looked at, and what was decided about it.
-struct PluginReport {
-  std::string name;              // manifest name, or the folder name when the manifest was unreadable
-  std::filesystem::path manifest;  // path of ophost-plugin.json
-  std::filesystem::path library;   // resolved library path ("" when unknown)
-  std::string kind;              // "operator-pack" | "device-backend" | ""
-  std::string version;
-  bool loaded = false;
-  // Not loaded, and that is information, not a failure: a device backend whose device is absent here (its
-  // manifest's probe found no device node, or its runtime library is not installed), or a pack that needs only
-  // such a device. `reason` says which; `devices` lists "<type>: inactive (<reason>)".
-  bool inactive = false;
-  std::string reason;            // why it was rejected or is inactive (empty when loaded)
-  std::string verified;          // how the library's sha256 was checked ("" when it was not loaded)
-  std::vector<std::string> ops;  // "domain::name@since-end on device"
-  std::vector<std::string> devices;  // device descriptions, "cpu: <name> ..." or "cuda: inactive (<reason>)"
-};
-
 struct ValueInfo {
   std::string name;
   DType dtype = DType::kUndefined;
   std::vector<int64_t> shape;  // -1 for unknown/symbolic dims
-};
-
-// Memory statistics of a session's pool (ONNX Runtime's names).
-struct MemoryStats {
-  int64_t num_allocs = 0;             // allocations served (arena reservations and pool blocks)
-  int64_t num_reserves = 0;           // arenas reserved for static plans
-  int64_t bytes_in_use = 0;           // bytes handed out now
-  int64_t max_bytes_in_use = 0;       // high-water mark of bytes_in_use
-  int64_t total_allocated_bytes = 0;  // bytes obtained from the device (including cached blocks)
-  int64_t max_alloc_size = 0;         // largest single allocation
-  int64_t bytes_limit = 0;            // 0 = unlimited
-  int64_t allocs_this_run = 0;        // allocations the last run asked of the system or device (arenas, pool
-                                      // blocks not in the cache, tensors handed to the caller)
 };
 
 // A value the static plan puts in the buffer of one of its node's inputs (MAY_INPLACE).
@@ -98,7 +70,7 @@ struct MemoryPlanReport {
 };
 
 // Half of the machine's physical memory in bytes (0 when it cannot be read): SessionOptions::mem_limit's default.
-size_t default_mem_limit() noexcept;
+OPHOST_API size_t default_mem_limit() noexcept;
 
 struct SessionOptions {
   // Device preference; empty = all available in discovery order with "cpu" last.
@@ -188,7 +160,18 @@ struct KernelInfo {
 
 class Session;
 
-class Runtime {
+// The file name (without ".npy") of value `name` in a dump (SessionOptions::dump_dir): characters other than
+// [A-Za-z0-9._-] as '_'; a name longer than 180 characters keeps its first 160 and gets "_" and the 16 hex digits
+// of its FNV-1a 64 hash (file names are limited to 255 bytes). `ophost diff` finds values by it;
+// tools/dev/expose_all_values.py renames a peer's values the same way.
+OPHOST_API std::string dump_file_stem(const std::string& name);
+
+// Sets the thread count of the process-wide intra-op pool (what RuntimeOptions::intra_op_threads does; <= 0:
+// hardware concurrency). Call before sessions run: `ophost pack check` uses 1, so its forked children need no
+// worker threads.
+OPHOST_API void set_intra_op_threads(int threads);
+
+class OPHOST_API Runtime {
  public:
   // Discovers plugins and loads every plugin that passes its checks. Never throws for a rejected plugin (see
   // plugins()); throws Error only for unusable options.
@@ -218,7 +201,7 @@ class Runtime {
   std::unique_ptr<Impl> impl_;
 };
 
-class Session {
+class OPHOST_API Session {
  public:
   ~Session();
   Session(const Session&) = delete;

@@ -2,6 +2,7 @@
 // initializers and .npy I/O. Element types use ONNX TensorProto numbering.
 #pragma once
 
+#include <ophost/export.hpp>
 #include <ophost/ophost_plugin.h>
 
 #include <cstddef>
@@ -34,19 +35,19 @@ enum class DType : int32_t {
 };
 
 // Bytes per element (0 for kUndefined and kString).
-size_t dtype_size(DType dtype) noexcept;
+OPHOST_API size_t dtype_size(DType dtype) noexcept;
 // "float32", "int64", ... (numpy-style names).
-const char* dtype_name(DType dtype) noexcept;
+OPHOST_API const char* dtype_name(DType dtype) noexcept;
 // DLPack dtype for a DType; {OPAQUE,0,0} for string/undefined.
-oph_dtype to_dl(DType dtype) noexcept;
+OPHOST_API oph_dtype to_dl(DType dtype) noexcept;
 // DType for a DLPack dtype; kUndefined when there is none.
-DType from_dl(oph_dtype dtype) noexcept;
+OPHOST_API DType from_dl(oph_dtype dtype) noexcept;
 // "[1,3,640,640]" (unknown dims as "?").
-std::string shape_to_string(std::span<const int64_t> shape);
+OPHOST_API std::string shape_to_string(std::span<const int64_t> shape);
 // Product of dims (1 for a scalar). Throws Error(kOutOfRange) on negative dims or overflow.
-int64_t shape_numel(std::span<const int64_t> shape);
+OPHOST_API int64_t shape_numel(std::span<const int64_t> shape);
 
-class Tensor {
+class OPHOST_API Tensor {
  public:
   Tensor() = default;
   // Allocates a zero-filled tensor. String tensors hold std::string elements (see strings()).

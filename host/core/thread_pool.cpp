@@ -1,4 +1,4 @@
-#include "exec/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 
 #include "memory/pool.hpp"
 

@@ -6,6 +6,7 @@
 // name when it could be read, else the plugin folder's name.
 #pragma once
 
+#include <ophost/export.hpp>
 #include <ophost/error.hpp>
 
 #include <cstdint>
@@ -77,25 +78,25 @@ struct Manifest {
 
 // Parses manifest text. `path` is used in messages only; `fallback_name` (usually the plugin folder's name)
 // names the plugin in messages until the manifest's own name is known. Throws Error(kInvalidArgument).
-Manifest parse_manifest(std::string_view text, const std::filesystem::path& path, std::string_view fallback_name);
+OPHOST_API Manifest parse_manifest(std::string_view text, const std::filesystem::path& path, std::string_view fallback_name);
 
 // Reads and parses `path` (fallback name: the name of the folder holding it). Throws Error (kNotFound when
 // the file cannot be read, kInvalidArgument when it is malformed).
-Manifest read_manifest(const std::filesystem::path& path);
+OPHOST_API Manifest read_manifest(const std::filesystem::path& path);
 
 // Pretty JSON (2-space indent, keys in the documented order, trailing newline).
-std::string manifest_to_json(const Manifest& manifest);
+OPHOST_API std::string manifest_to_json(const Manifest& manifest);
 
 // Writes manifest_to_json() to `path` (creating parent folders). Throws Error(kPermissionDenied/kInternal).
-void write_manifest(const Manifest& manifest, const std::filesystem::path& path);
+OPHOST_API void write_manifest(const Manifest& manifest, const std::filesystem::path& path);
 
 // "plugin 'name' (path): " -- the prefix of every plugin message.
-std::string plugin_message_prefix(std::string_view name, const std::filesystem::path& manifest_path);
+OPHOST_API std::string plugin_message_prefix(std::string_view name, const std::filesystem::path& manifest_path);
 
 // True for MAJOR.MINOR.PATCH[-prerelease][+build] (semver 2.0.0).
-bool is_semver(std::string_view version);
+OPHOST_API bool is_semver(std::string_view version);
 
 // "" for "ai.onnx", else the domain unchanged.
-std::string normalize_domain(std::string_view domain);
+OPHOST_API std::string normalize_domain(std::string_view domain);
 
 }  // namespace ophost
