@@ -254,6 +254,11 @@ def main():
         time.sleep(0.2)
     print(f"server pid {server.pid}: HTTP {ports['HTTP']}, gRPC {ports['gRPC']}; RSS {rss_kib(server.pid)} KiB")
 
+    live = f"GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    floor = run_load("rest", 1, 2000, (ports["HTTP"], live))
+    print(f"HTTP round trip floor (GET /v2/health/live, 1 client): p50 {floor['p50']:.1f} us, "
+          f"p99 {floor['p99']:.1f} us", flush=True)
+
     rows = []
     for name, file, shapes, inputs in models:
         own = bench_p50(a.ophost, file, shapes, a.threads)

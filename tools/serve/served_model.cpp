@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 
 namespace ophost::serve {
 
@@ -84,8 +83,10 @@ void ServedVersion::load(Runtime& runtime, SessionOptions options, int64_t defau
     outputs_ = sessions.front()->outputs();
     stage = "warm-up";
     std::vector<NamedTensor> feeds = warmup_inputs();
-    for (auto& s : sessions) s->run(feeds);  // every instance: its arena planned, its packs' kernels ran once
-    pool_ = std::make_unique<InstancePool>(std::move(sessions), static_cast<size_t>(config_.max_queue));
+    // Every instance runs once on its own thread: its arena planned, its packs' kernels (and their per-thread
+    // state) ready before the version is.
+    pool_ = std::make_unique<InstancePool>(std::move(sessions), static_cast<size_t>(config_.max_queue),
+                                           [&feeds](Session& s) { s.run(feeds); });
     ready_.store(true, std::memory_order_release);
     spdlog::info("serve: model '{}' version {} ready ({} instance(s), warm-up ran)", model_, version_,
                  config_.instances);
@@ -184,32 +185,33 @@ InferResult ServedVersion::infer(std::vector<InputData>& inputs, const std::vect
   std::vector<NamedTensor> feeds = bind(inputs);
   std::vector<size_t> picks = pick_outputs(requested);
   InferResult result;
-  auto t0 = Clock::now();
-  std::optional<InstancePool::Lease> lease;
-  switch (pool_->acquire(deadline, lease)) {
-    case InstancePool::Wait::kGranted: break;
-    case InstancePool::Wait::kQueueFull:
-      throw RequestError(503, "model '" + model_ + "' is busy: all " + std::to_string(pool_->size()) +
-                                  " instance(s) run and " + std::to_string(pool_->max_queue()) +
-                                  " request(s) wait (config max_queue); retry later", 1);
-    case InstancePool::Wait::kTimedOut:
-      throw RequestError(504, "model '" + model_ + "': no instance became free within the request timeout of " +
-                                  std::to_string(timeout_ms_) + " ms");
-  }
-  auto t1 = Clock::now();
   std::vector<NamedTensor> outs;
+  Clock::duration queued{}, computed{};
+  InstancePool::Work work = [&](Session& session) {
+    auto t0 = Clock::now();
+    outs = session.run(feeds);
+    computed = Clock::now() - t0;
+  };
+  InstancePool::Wait wait = InstancePool::Wait::kRan;
   try {
-    outs = lease->session().run(feeds);
+    wait = pool_->run(deadline, work, queued);
   } catch (const Error& e) {
     int status = e.code() == Code::kDeadlineExceeded ? 504 : 500;
     throw RequestError(status, "model '" + model_ + "' version " + version_ + ": " + e.what());
   } catch (const std::exception& e) {
     throw RequestError(500, "model '" + model_ + "' version " + version_ + ": run failed: " + e.what());
   }
-  auto t2 = Clock::now();
-  lease.reset();
-  result.queue_us = micros(t1 - t0);
-  result.compute_us = micros(t2 - t1);
+  if (wait == InstancePool::Wait::kQueueFull) {
+    throw RequestError(503, "model '" + model_ + "' is busy: all " + std::to_string(pool_->size()) +
+                                " instance(s) run and " + std::to_string(pool_->max_queue()) +
+                                " request(s) wait (config max_queue); retry later", 1);
+  }
+  if (wait == InstancePool::Wait::kTimedOut) {
+    throw RequestError(504, "model '" + model_ + "': no instance became free within the request timeout of " +
+                                std::to_string(timeout_ms_) + " ms");
+  }
+  result.queue_us = micros(queued);
+  result.compute_us = micros(computed);
   result.outputs.reserve(picks.size());
   for (size_t k : picks) result.outputs.push_back(outs[k]);  // shares the buffer, no copy
   return result;

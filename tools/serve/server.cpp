@@ -9,6 +9,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -50,6 +51,11 @@ int run_server(const ServeOptions& options, const RuntimeOptions& runtime_option
   // SIGINT reach only the sigwait below.
   sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Request bodies, input copies and responses of image models are megabytes, freed by whichever of the many
+  // HTTP/gRPC threads served them. glibc raises its mmap threshold after such a free, so later ones come from
+  // per-thread heaps that keep them: RSS went 116 -> 398 MiB over 28 PP-OCRv4 det requests (24 of them 8 at a
+  // time), still rising. A fixed threshold keeps blocks over 1 MiB mmapped, returned when freed: 114 -> 123 MiB.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
   Runtime runtime(runtime_options);
   Repository repo(options.model_repository);
