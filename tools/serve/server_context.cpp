@@ -1,26 +1,15 @@
 #include "server_context.hpp"
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
-
-#include <cstdio>
 
 namespace ophost::serve {
 
 namespace {
-// Client-chosen text (path, model name) made safe for one log line: quotes, backslashes and control characters
-// become \xNN, so a request cannot forge log lines.
-std::string clean(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
+// Client-chosen text (path, model name) as a JSON string literal: quotes, backslashes and control characters
+// escaped, invalid UTF-8 replaced, so a request cannot forge log lines.
+std::string quoted(std::string_view text) {
+  return nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 }  // namespace
 
@@ -38,13 +27,14 @@ bool ServerContext::ready(std::string* why) const {
 void ServerContext::log_access(const AccessRecord& r) const {
   if (!access_log) return;
   if (r.queue_us >= 0) {
-    access_log->info("proto={} method={} path=\"{}\" status={} model=\"{}\" version={} bytes_in={} bytes_out={} "
+    access_log->info("proto={} method={} path={} status={} model={} version={} bytes_in={} bytes_out={} "
                      "queue_us={} compute_us={} total_us={} peer={}",
-                     r.protocol, r.method, clean(r.path), r.status, clean(r.model), r.version.empty() ? "-" : clean(r.version),
-                     r.bytes_in, r.bytes_out, r.queue_us, r.compute_us, r.total_us, r.peer);
+                     r.protocol, r.method, quoted(r.path), r.status, quoted(r.model),
+                     r.version.empty() ? std::string_view("-") : r.version, r.bytes_in, r.bytes_out, r.queue_us,
+                     r.compute_us, r.total_us, r.peer);
   } else {
-    access_log->info("proto={} method={} path=\"{}\" status={} bytes_in={} bytes_out={} total_us={} peer={}",
-                     r.protocol, r.method, clean(r.path), r.status, r.bytes_in, r.bytes_out, r.total_us, r.peer);
+    access_log->info("proto={} method={} path={} status={} bytes_in={} bytes_out={} total_us={} peer={}",
+                     r.protocol, r.method, quoted(r.path), r.status, r.bytes_in, r.bytes_out, r.total_us, r.peer);
   }
 }
 

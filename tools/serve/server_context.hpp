@@ -30,7 +30,7 @@ struct AccessRecord {
   std::string_view path;
   int status = 0;             // HTTP status (gRPC: the HTTP status the error maps from; 200 for OK)
   std::string_view model;
-  std::string_view version;
+  std::string_view version;   // the repository's (numbers), not the client's
   size_t bytes_in = 0;
   size_t bytes_out = 0;
   int64_t queue_us = -1;      // -1: not an inference
