@@ -580,6 +580,53 @@ def case_broken_model():
     s.stop()
 
 
+def case_batching():
+    add_model("relu", onnx_model=chain("Relu", ["N", 4], ""),
+              config={"max_batch": 8, "max_queue_delay_us": 300000, "warmup": {"x": [1, 4]}})
+    g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["y"], name="sum_all", keepdims=0)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    add_model("total", onnx_model=m, config={"max_batch": 8, "max_queue_delay_us": 300000, "warmup": {"x": [1, 4]}})
+    add_model("bad_batch_config", example("mixed_small.onnx"), config={"max_queue_delay_us": 100})
+    s = Server()
+    inputs = [np.arange(4 * r, dtype=np.float32).reshape(r, 4) * (1 if i % 2 else -1) + i
+              for i, r in enumerate([1, 2, 1, 3])]
+    results = {}
+
+    def one(i, model):
+        r = s.post(f"/v2/models/{model}/infer", json=infer_json(inputs[i]))
+        results[i] = r
+
+    threads = [threading.Thread(target=one, args=(i, "relu")) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, x in enumerate(inputs):
+        out = results[i].json()["outputs"][0]
+        check(results[i].status_code == 200 and out["shape"] == list(x.shape) and
+              out["data"] == np.maximum(x, 0).flatten().tolist(), f"request {i} {list(x.shape)} gets its own rows")
+    text = s.get("/metrics").text
+    runs = int(re.search(r'ophost_runs_total\{model="relu",version="1"\} (\d+)', text).group(1))
+    reqs = int(re.search(r'ophost_requests_total\{model="relu",version="1"\} (\d+)', text).group(1))
+    print(f"relu: {reqs} requests in {runs} runs (the warm-up is not counted)")
+    check(reqs == 4 and 1 <= runs < reqs, "dynamic batching ran the 4 concurrent requests in fewer runs")
+    results.clear()
+    threads = [threading.Thread(target=one, args=(i, "total")) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    errors = [r.json().get("error", "") for r in results.values() if r.status_code == 500]
+    check(errors and all("output 'y'" in e and "cannot be batched" in e for e in errors),
+          "a model whose output has no batch dim fails batched requests with 500 saying so")
+    r = s.get("/v2/models/bad_batch_config/ready")
+    check(r.status_code == 400 and "give 'max_batch' too" in r.json()["error"], "max_queue_delay_us needs max_batch")
+    s.stop()
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 if CASE not in CASES:
     fail(f"unknown case {CASE}; cases: {', '.join(CASES)}")

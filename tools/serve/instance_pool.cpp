@@ -1,13 +1,16 @@
 #include "instance_pool.hpp"
 
+#include "batching.hpp"
+
 #include <pthread.h>
 
 #include <algorithm>
 
 namespace ophost::serve {
 
-InstancePool::InstancePool(std::vector<std::unique_ptr<Session>> sessions, size_t max_queue, const Work& warmup)
-    : sessions_(std::move(sessions)), max_queue_(max_queue) {
+InstancePool::InstancePool(std::vector<std::unique_ptr<Session>> sessions, size_t max_queue, const Work& warmup,
+                           BatchPolicy batch)
+    : sessions_(std::move(sessions)), max_queue_(max_queue), batch_(batch) {
   for (size_t i = 0; i < sessions_.size(); ++i) threads_.emplace_back([this, i, &warmup] { worker(i, warmup); });
   std::unique_lock lock(mutex_);
   warm_cv_.wait(lock, [&] { return warmed_ == sessions_.size(); });
@@ -48,25 +51,78 @@ void InstancePool::worker(size_t index, const Work& warmup) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     --idle_;
     if (queue_.empty()) return;  // stopping, nothing left to run
-    Job* job = queue_.front();
+    Job* first = queue_.front();
     queue_.pop_front();
-    job->started = true;
-    job->started_at = Clock::now();
+    first->started = true;
+    first->started_at = Clock::now();
+    std::vector<Job*> jobs = batch_.enabled() ? gather(first, lock) : std::vector<Job*>{first};
+    auto now = Clock::now();  // a batched request's queue time includes the wait for the batch to fill
+    for (Job* job : jobs) job->started_at = now;
     lock.unlock();
-    try {
-      (*job->work)(session);
-    } catch (...) {
-      job->error = std::current_exception();
-    }
+    execute(session, jobs);
     lock.lock();
-    job->done = true;
-    job->cv.notify_one();  // under the lock: the job (on the caller's stack) outlives this call
+    for (Job* job : jobs) {
+      job->done = true;
+      job->cv.notify_one();  // under the lock: the job (on the caller's stack) outlives this call
+    }
   }
 }
 
-InstancePool::Wait InstancePool::run(Clock::time_point deadline, const Work& work, Clock::duration& queued) {
+std::vector<InstancePool::Job*> InstancePool::gather(Job* first, std::unique_lock<std::mutex>& lock) {
+  std::vector<Job*> jobs{first};
+  int64_t rows = batch_rows(*first->feeds);
+  if (rows == 0 || rows >= batch_.max_batch) return jobs;
+  auto until = Clock::now() + batch_.delay;
+  for (;;) {
+    for (auto it = queue_.begin(); it != queue_.end() && rows < batch_.max_batch;) {
+      int64_t r = batch_rows(*(*it)->feeds);
+      if (rows + r <= batch_.max_batch && batch_compatible(*first->feeds, *(*it)->feeds)) {
+        rows += r;
+        (*it)->started = true;
+        jobs.push_back(*it);
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (rows >= batch_.max_batch || stop_) break;
+    size_t seen = queue_.size();
+    if (!work_cv_.wait_until(lock, until, [&] { return stop_ || queue_.size() > seen; })) break;
+  }
+  return jobs;
+}
+
+void InstancePool::execute(Session& session, const std::vector<Job*>& jobs) {
+  auto t0 = Clock::now();
+  try {
+    if (jobs.size() == 1) {
+      *jobs.front()->outputs = session.run(*jobs.front()->feeds);
+    } else {
+      std::vector<const std::vector<NamedTensor>*> parts;
+      std::vector<int64_t> rows;
+      for (Job* job : jobs) {
+        parts.push_back(job->feeds);
+        rows.push_back(batch_rows(*job->feeds));
+      }
+      std::vector<std::vector<NamedTensor>> split = split_batch(session.run(stack_batch(parts)), rows);
+      for (size_t i = 0; i < jobs.size(); ++i) *jobs[i]->outputs = std::move(split[i]);
+    }
+  } catch (...) {
+    for (Job* job : jobs) job->error = std::current_exception();
+  }
+  auto computed = Clock::now() - t0;
+  runs_.fetch_add(1, std::memory_order_relaxed);
+  for (Job* job : jobs) {
+    job->timing.computed = computed;
+    job->timing.batch = jobs.size();
+  }
+}
+
+InstancePool::Wait InstancePool::run(Clock::time_point deadline, const std::vector<NamedTensor>& feeds,
+                                     std::vector<NamedTensor>& outputs, Timing& timing) {
   Job job;
-  job.work = &work;
+  job.feeds = &feeds;
+  job.outputs = &outputs;
   auto t0 = Clock::now();
   std::unique_lock lock(mutex_);
   if (queue_.size() >= max_queue_ + idle_) return Wait::kQueueFull;
@@ -80,7 +136,8 @@ InstancePool::Wait InstancePool::run(Clock::time_point deadline, const Work& wor
     return Wait::kTimedOut;
   }
   job.cv.wait(lock, [&] { return job.done; });
-  queued = job.started_at - t0;
+  timing = job.timing;
+  timing.queued = job.started_at - t0;
   if (job.error) std::rethrow_exception(job.error);
   return Wait::kRan;
 }

@@ -52,6 +52,9 @@ std::string render_metrics(const Repository& repo, bool draining) {
   family(out, repo, "ophost_request_duration_us_total", "counter",
          "Microseconds from request decoded to response encoded, summed.",
          [&](const ServedVersion& v) { return ld(v.metrics.request_us.load()); });
+  family(out, repo, "ophost_runs_total", "counter",
+         "Runs of the model (fewer than requests when dynamic batching formed batches).",
+         [&](const ServedVersion& v) { return ld(v.runs()); });
   family(out, repo, "ophost_inflight_requests", "gauge", "Inference requests being served now.",
          [&](const ServedVersion& v) { return static_cast<long double>(v.metrics.in_flight.load()); });
   family(out, repo, "ophost_queued_requests", "gauge", "Requests waiting for a free instance now.",

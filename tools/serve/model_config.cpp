@@ -52,6 +52,8 @@ ModelConfig read_model_config(const std::filesystem::path& file, const std::stri
       c.threads = static_cast<int>(int_key(file, v, "threads", 0, 1024));
     } else if (key == "max_batch") {
       c.max_batch = int_key(file, v, "max_batch", 0, int64_t{1} << 31);
+    } else if (key == "max_queue_delay_us") {
+      c.max_queue_delay_us = int_key(file, v, "max_queue_delay_us", 0, int64_t{10} * 1000 * 1000);
     } else if (key == "request_timeout_ms") {
       c.request_timeout_ms = int_key(file, v, "request_timeout_ms", 0, int64_t{24} * 3600 * 1000);
     } else if (key == "device") {
@@ -71,8 +73,12 @@ ModelConfig read_model_config(const std::filesystem::path& file, const std::stri
       }
     } else {
       bad(file, "unknown key '" + key +
-                    "' (known: name, instances, max_queue, threads, device, max_batch, request_timeout_ms, warmup)");
+                    "' (known: name, instances, max_queue, threads, device, max_batch, max_queue_delay_us, "
+                    "request_timeout_ms, warmup)");
     }
+  }
+  if (c.max_queue_delay_us > 0 && c.max_batch == 0) {
+    bad(file, "'max_queue_delay_us' batches requests along dim 0 up to 'max_batch' rows: give 'max_batch' too");
   }
   return c;
 }

@@ -17,6 +17,7 @@ struct ModelConfig {
   int threads = 0;                   // inter-op threads; > 1 runs independent nodes in parallel (0: sequential)
   std::vector<std::string> devices;  // device preference (empty: the server's --device)
   int64_t max_batch = 0;             // > 0: dim 0 of every input may not exceed it (requests checked)
+  int64_t max_queue_delay_us = 0;    // > 0 (with max_batch): dynamic batching along dim 0, waiting this long
   int64_t request_timeout_ms = -1;   // -1: the server's --request-timeout
   // Shapes of the warm-up input per graph input with unknown dims (declared dims are used otherwise).
   std::map<std::string, std::vector<int64_t>> warmup_shapes;

@@ -85,8 +85,9 @@ void ServedVersion::load(Runtime& runtime, SessionOptions options, int64_t defau
     std::vector<NamedTensor> feeds = warmup_inputs();
     // Every instance runs once on its own thread: its arena planned, its packs' kernels (and their per-thread
     // state) ready before the version is.
+    BatchPolicy batch{config_.max_batch, std::chrono::microseconds(config_.max_queue_delay_us)};
     pool_ = std::make_unique<InstancePool>(std::move(sessions), static_cast<size_t>(config_.max_queue),
-                                           [&feeds](Session& s) { s.run(feeds); });
+                                           [&feeds](Session& s) { s.run(feeds); }, batch);
     ready_.store(true, std::memory_order_release);
     spdlog::info("serve: model '{}' version {} ready ({} instance(s), warm-up ran)", model_, version_,
                  config_.instances);
@@ -186,15 +187,10 @@ InferResult ServedVersion::infer(std::vector<InputData>& inputs, const std::vect
   std::vector<size_t> picks = pick_outputs(requested);
   InferResult result;
   std::vector<NamedTensor> outs;
-  Clock::duration queued{}, computed{};
-  InstancePool::Work work = [&](Session& session) {
-    auto t0 = Clock::now();
-    outs = session.run(feeds);
-    computed = Clock::now() - t0;
-  };
+  InstancePool::Timing timing;
   InstancePool::Wait wait = InstancePool::Wait::kRan;
   try {
-    wait = pool_->run(deadline, work, queued);
+    wait = pool_->run(deadline, feeds, outs, timing);
   } catch (const Error& e) {
     int status = e.code() == Code::kDeadlineExceeded ? 504 : 500;
     throw RequestError(status, "model '" + model_ + "' version " + version_ + ": " + e.what());
@@ -210,8 +206,8 @@ InferResult ServedVersion::infer(std::vector<InputData>& inputs, const std::vect
     throw RequestError(504, "model '" + model_ + "': no instance became free within the request timeout of " +
                                 std::to_string(timeout_ms_) + " ms");
   }
-  result.queue_us = micros(queued);
-  result.compute_us = micros(computed);
+  result.queue_us = micros(timing.queued);
+  result.compute_us = micros(timing.computed);
   result.outputs.reserve(picks.size());
   for (size_t k : picks) result.outputs.push_back(outs[k]);  // shares the buffer, no copy
   return result;
@@ -223,6 +219,8 @@ int64_t ServedVersion::pool_bytes() const {
   for (size_t i = 0; i < pool_->size(); ++i) total += pool_->instance(i).memory_stats().total_allocated_bytes;
   return total;
 }
+
+uint64_t ServedVersion::runs() const { return ready() ? pool_->runs() : 0; }
 
 size_t ServedVersion::queued() const { return ready() ? pool_->waiting() : 0; }
 

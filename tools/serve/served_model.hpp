@@ -77,6 +77,8 @@ class ServedVersion {
   // Bytes the instances' pools hold now (total_allocated_bytes summed).
   int64_t pool_bytes() const;
   size_t queued() const;
+  // Runs of the model (fewer than requests when dynamic batching formed batches).
+  uint64_t runs() const;
 
   VersionMetrics metrics;
 
