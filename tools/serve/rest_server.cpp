@@ -152,10 +152,12 @@ void RestServer::Impl::infer(ServedVersion& v, const httplib::Request& req, http
     ~Done() { m.in_flight.fetch_sub(1, std::memory_order_relaxed); }
   } done{v.metrics};
   try {
+    std::string header_value;  // get_header_value returns a copy: kept alive here
     std::optional<std::string_view> header_length;
-    if (req.has_header("Inference-Header-Content-Length"))
-      header_length = req.get_header_value("Inference-Header-Content-Length");
-    // get_header_value returns a reference into req.headers, alive for the whole request.
+    if (req.has_header("Inference-Header-Content-Length")) {
+      header_value = req.get_header_value("Inference-Header-Content-Length");
+      header_length = header_value;
+    }
     RestRequest r = parse_rest_request(req.body, header_length, ctx.limits.max_tensor_bytes);
     InferResult result = v.infer(r.inputs, r.outputs, v.deadline(arrival));
     RestResponse out = encode_rest_response(v, r, result);
