@@ -177,39 +177,25 @@ struct GrpcServer::Impl final : pb::GRPCInferenceService::Service {
     grpc::Status answer = grpc::Status::OK;
     try {
       v = &ctx.repo.find(req->model_name(), req->model_version());
-      v->metrics.requests.fetch_add(1, std::memory_order_relaxed);
-      v->metrics.in_flight.fetch_add(1, std::memory_order_relaxed);
-      struct Done {
-        VersionMetrics& m;
-        ~Done() { m.in_flight.fetch_sub(1, std::memory_order_relaxed); }
-      } done{v->metrics};
-      try {
-        std::vector<InputData> inputs = decode_inputs(*req, ctx.limits.max_tensor_bytes);
-        std::vector<std::string> requested;
-        for (const auto& o : req->outputs()) requested.push_back(o.name());
-        result = v->infer(inputs, requested, v->deadline(arrival));
-        out->set_model_name(v->model());
-        out->set_model_version(v->version());
-        out->set_id(req->id());
-        for (const NamedTensor& o : result.outputs) {
-          auto* t = out->add_outputs();
-          t->set_name(o.name);
-          std::string_view dt = v2_datatype(o.tensor.dtype());
-          if (dt.empty() || o.tensor.dtype() == DType::kString)
-            throw RequestError(500, "output '" + o.name + "' has a dtype the protocol cannot carry here");
-          t->set_datatype(std::string(dt));
-          for (int64_t d : o.tensor.shape()) t->add_shape(d);
-          out->add_raw_output_contents(static_cast<const char*>(o.tensor.data()), o.tensor.nbytes());
-        }
-        v->metrics.queue_us.fetch_add(result.queue_us, std::memory_order_relaxed);
-        v->metrics.compute_us.fetch_add(result.compute_us, std::memory_order_relaxed);
-        v->metrics.request_us.fetch_add(
-            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - arrival).count(),
-            std::memory_order_relaxed);
-      } catch (...) {
-        v->metrics.failures.fetch_add(1, std::memory_order_relaxed);
-        throw;
+      RequestScope scope(v->metrics, arrival);
+      std::vector<InputData> inputs = decode_inputs(*req, ctx.limits.max_tensor_bytes);
+      std::vector<std::string> requested;
+      for (const auto& o : req->outputs()) requested.push_back(o.name());
+      result = v->infer(inputs, requested, v->deadline(arrival));
+      out->set_model_name(v->model());
+      out->set_model_version(v->version());
+      out->set_id(req->id());
+      for (const NamedTensor& o : result.outputs) {
+        auto* t = out->add_outputs();
+        t->set_name(o.name);
+        std::string_view dt = v2_datatype(o.tensor.dtype());
+        if (dt.empty() || o.tensor.dtype() == DType::kString)
+          throw RequestError(500, "output '" + o.name + "' has a dtype the protocol cannot carry here");
+        t->set_datatype(std::string(dt));
+        for (int64_t d : o.tensor.shape()) t->add_shape(d);
+        out->add_raw_output_contents(static_cast<const char*>(o.tensor.data()), o.tensor.nbytes());
       }
+      scope.succeeded(result);
     } catch (const RequestError& e) {
       status = e.status();
       answer = to_status(e);

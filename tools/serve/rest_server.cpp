@@ -145,42 +145,23 @@ void RestServer::Impl::infer(ServedVersion& v, const httplib::Request& req, http
                              Clock::time_point arrival) {
   served.model = v.model();
   served.version = v.version();
-  v.metrics.requests.fetch_add(1, std::memory_order_relaxed);
-  v.metrics.in_flight.fetch_add(1, std::memory_order_relaxed);
-  struct Done {
-    VersionMetrics& m;
-    ~Done() { m.in_flight.fetch_sub(1, std::memory_order_relaxed); }
-  } done{v.metrics};
-  try {
-    std::string header_value;  // get_header_value returns a copy: kept alive here
-    std::optional<std::string_view> header_length;
-    if (req.has_header("Inference-Header-Content-Length")) {
-      header_value = req.get_header_value("Inference-Header-Content-Length");
-      header_length = header_value;
-    }
-    RestRequest r = parse_rest_request(req.body, header_length, ctx.limits.max_tensor_bytes);
-    InferResult result = v.infer(r.inputs, r.outputs, v.deadline(arrival));
-    RestResponse out = encode_rest_response(v, r, result);
-    served.queue_us = result.queue_us;
-    served.compute_us = result.compute_us;
-    res.status = 200;
-    if (out.header_length > 0) {
-      res.set_header("Inference-Header-Content-Length", std::to_string(out.header_length));
-      res.body = std::move(out.body);
-      res.set_header("Content-Type", "application/octet-stream");
-    } else {
-      res.body = std::move(out.body);
-      res.set_header("Content-Type", "application/json");
-    }
-    v.metrics.queue_us.fetch_add(result.queue_us, std::memory_order_relaxed);
-    v.metrics.compute_us.fetch_add(result.compute_us, std::memory_order_relaxed);
-    v.metrics.request_us.fetch_add(
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - arrival).count(),
-        std::memory_order_relaxed);
-  } catch (...) {
-    v.metrics.failures.fetch_add(1, std::memory_order_relaxed);
-    throw;
+  RequestScope scope(v.metrics, arrival);
+  std::string header_value;  // get_header_value returns a copy: kept alive here
+  std::optional<std::string_view> header_length;
+  if (req.has_header("Inference-Header-Content-Length")) {
+    header_value = req.get_header_value("Inference-Header-Content-Length");
+    header_length = header_value;
   }
+  RestRequest r = parse_rest_request(req.body, header_length, ctx.limits.max_tensor_bytes);
+  InferResult result = v.infer(r.inputs, r.outputs, v.deadline(arrival));
+  RestResponse out = encode_rest_response(v, r, result);
+  served.queue_us = result.queue_us;
+  served.compute_us = result.compute_us;
+  res.status = 200;
+  if (out.header_length > 0) res.set_header("Inference-Header-Content-Length", std::to_string(out.header_length));
+  res.set_header("Content-Type", out.header_length > 0 ? "application/octet-stream" : "application/json");
+  res.body = std::move(out.body);
+  scope.succeeded(result);
 }
 
 void RestServer::Impl::route(const httplib::Request& req, httplib::Response& res, Served& served) {

@@ -31,6 +31,24 @@ std::string describe(const ValueInfo& v) {
 
 }  // namespace
 
+RequestScope::RequestScope(VersionMetrics& m, std::chrono::steady_clock::time_point arrival)
+    : m_(m), arrival_(arrival) {
+  m_.requests.fetch_add(1, std::memory_order_relaxed);
+  m_.in_flight.fetch_add(1, std::memory_order_relaxed);
+}
+
+RequestScope::~RequestScope() {
+  if (!ok_) m_.failures.fetch_add(1, std::memory_order_relaxed);
+  m_.in_flight.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void RequestScope::succeeded(const InferResult& result) {
+  ok_ = true;
+  m_.queue_us.fetch_add(result.queue_us, std::memory_order_relaxed);
+  m_.compute_us.fetch_add(result.compute_us, std::memory_order_relaxed);
+  m_.request_us.fetch_add(micros(std::chrono::steady_clock::now() - arrival_), std::memory_order_relaxed);
+}
+
 ServedVersion::ServedVersion(std::string model, std::string version, std::filesystem::path file, ModelConfig config)
     : model_(std::move(model)), version_(std::move(version)), file_(std::move(file)), config_(std::move(config)) {}
 

@@ -44,6 +44,22 @@ struct VersionMetrics {
   std::atomic<int64_t> in_flight{0};
 };
 
+// One inference request's accounting on a version's counters: counted and in flight from construction; a
+// failure unless succeeded() was called before destruction.
+class RequestScope {
+ public:
+  RequestScope(VersionMetrics& m, std::chrono::steady_clock::time_point arrival);
+  ~RequestScope();
+  RequestScope(const RequestScope&) = delete;
+  RequestScope& operator=(const RequestScope&) = delete;
+  void succeeded(const InferResult& result);
+
+ private:
+  VersionMetrics& m_;
+  std::chrono::steady_clock::time_point arrival_;
+  bool ok_ = false;
+};
+
 class ServedVersion {
  public:
   using Clock = std::chrono::steady_clock;
