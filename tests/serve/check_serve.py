@@ -6,6 +6,8 @@ Usage: check_serve.py OPHOST PACKS WORK EXAMPLES PYSTUBS CASE
 
 Each CASE builds its model repository in WORK/CASE, starts `ophost serve --http-port 0 --grpc-port 0` (the
 server prints the ports it bound), checks the answers and stops the server with SIGTERM (exit status 0).
+One file of ~630 lines on purpose: the ten cases (one CTest each) share the repository builders, the server
+fixture and the request helpers above them, and each case is a single function that reads top to bottom.
 """
 import json
 import os
