@@ -15,6 +15,8 @@ packages=(
   clang-14 libclang-rt-14-dev  # libFuzzer targets (tools/dev/fuzz.sh)
   python3 python3-onnx python3-numpy
   pybind11-dev python3-dev python3-pytest  # the Python package (python/) and its tests
+  # ophost serve (tools/serve): REST, gRPC and the v2 proto's stubs; its tests' clients (tests/serve)
+  libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf python3-requests
   # GPU backends: HIP from Debian (hipcc, libamdhip64-dev); CUDA comes from /usr/local/cuda when present.
   # Each is skipped at configure time when its toolkit is missing (docs/gpu.md).
   hipcc libamdhip64-dev

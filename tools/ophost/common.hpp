@@ -75,5 +75,6 @@ int cmd_pack(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
 int cmd_diff(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 
 }  // namespace ophost::cli

@@ -23,6 +23,7 @@ constexpr const char* kUsage =
     "  inspect MODEL    inputs, outputs, node count and (--memory) the static memory plan\n"
     "  diff A B         compare two dumps of a model node by node (ophost run --dump) and name the first node\n"
     "                   whose output diverges while its inputs agree; or MODEL --a/--b OPTIONS, --reference DIR\n"
+    "  serve            serve a model repository over the Open Inference Protocol (KServe v2): REST and gRPC\n"
     "  pack manifest    write ophost-plugin.json for a built plugin library (used by ophost_add_plugin)\n"
     "  pack check DIR   validate a plugin folder for its author (manifest, ABI, symbols, ops, a run of each op)\n"
     "\n"
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return cmd_bench(argc - 1, argv + 1);
     if (cmd == "inspect") return cmd_inspect(argc - 1, argv + 1);
     if (cmd == "diff") return cmd_diff(argc - 1, argv + 1);
+    if (cmd == "serve") return cmd_serve(argc - 1, argv + 1);
     std::cerr << "ophost: unknown command '" << cmd << "'\n\n" << kUsage;
     return kExitUsage;
   } catch (const boost::program_options::error& e) {
