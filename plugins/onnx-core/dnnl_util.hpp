@@ -57,6 +57,22 @@ inline int dnnl_channel_block() {
   return b;
 }
 
+// Channel-blocked activations ("NCHWc"): values the host's nchwc-layout pass marks as blocked (FusedConv's
+// x_blocked/y_blocked/z_blocked, LayoutReorder) are stored as nChw16c or nChw8c in a buffer of the plain tensor's
+// size. The block depends on C alone, so a producer and its consumers always agree: the ISA's block
+// (dnnl_channel_block) when it divides C, else 8 (AVX2-width kernels, which AVX-512 machines run too), else 0
+// (C not a multiple of 8: the value cannot be blocked).
+inline int nchwc_block(int64_t channels) {
+  const int b = dnnl_channel_block();
+  if (channels > 0 && channels % b == 0) return b;
+  if (channels > 0 && channels % 8 == 0) return 8;
+  return 0;
+}
+
+inline dnnl::memory::format_tag nchwc_tag(int64_t channels) {
+  return nchwc_block(channels) == 16 ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c;
+}
+
 // Threads the host's parallel_for actually uses: distinct threads that run chunks of a probe loop (a few
 // hundred microseconds, once per process, at the first convolution's kernel creation, when nothing else runs).
 inline int host_pool_threads() {
