@@ -8,9 +8,11 @@
 //   - a Conv/FusedConv output, when the Conv may use blocked layouts (PassHooks::can_block_conv: 4-D constant
 //     weights, the serving pack implements the layout attributes), its output channels are a multiple of 8, the
 //     output is no graph output, and at least one reader takes it blocked;
-//   - the outputs of a layout-oblivious elementwise op (unary activations; Add/Sub/Mul/Div of two tensors of the
-//     same known shape or of a tensor and a scalar) whose tensor inputs include a blocked one: the op computes
-//     the same elements in any order. A plain same-shape operand of such an op is reordered to blocked first.
+//   - the outputs of a layout-oblivious op whose tensor inputs include a blocked one: unary activations and
+//     Add/Sub/Mul/Div of two tensors of the same known shape or of a tensor and a scalar (the same elements in
+//     any order), and Concat on the channel axis of batch-1 tensors whose channel counts are all multiples of 16
+//     (so every input and the output have the same block, 8 or 16, and the blocked concatenation is the
+//     plain one: the inputs' bytes one after the other). A plain operand of such an op is reordered first.
 // Readers that take blocked values: such elementwise ops, and convolutions (X, and FusedConv's Z). The Conv
 // becomes com.ophost::FusedConv with x_blocked/y_blocked/z_blocked. Every other reader (and a graph output) gets
 // a plain copy from com.ophost::LayoutReorder(to=plain), one per value; the pack picks the block (8 or 16) from
@@ -37,6 +39,14 @@ bool is_oblivious_unary(const Node& n) {
                                              "HardSwish"};
   return n.domain.empty() && kOps.count(n.op_type) && !n.inputs.empty() && n.outputs.size() == 1 &&
          n.implicit_inputs == 0;
+}
+
+// Concat on axis 1 of 4-D values (the shapes are checked by Layout::oblivious).
+bool is_channel_concat(const Node& n) {
+  if (!n.domain.empty() || n.op_type != "Concat" || n.inputs.empty() || n.outputs.size() != 1 || n.implicit_inputs)
+    return false;
+  const Attribute* a = find_attr(n, "axis");
+  return a && (a->i == 1 || a->i == -3);
 }
 
 bool is_oblivious_binary(const Node& n) {
@@ -108,6 +118,13 @@ struct Layout {
       for (size_t k = 1; k < n.inputs.size(); ++k)  // Clip's min/max
         if (!n.inputs[k].empty() && !scalar(n.inputs[k])) return false;
       return blockable(n.inputs[0]) && same_shape(n.inputs[0], n.outputs[0]);
+    }
+    if (is_channel_concat(n)) {
+      auto fits = [&](const std::string& v) {
+        const auto* s = known_shape(v);
+        return s && s->size() == 4 && (*s)[0] == 1 && (*s)[1] > 0 && (*s)[1] % 16 == 0;
+      };
+      return fits(n.outputs[0]) && std::all_of(n.inputs.begin(), n.inputs.end(), fits);
     }
     if (!is_oblivious_binary(n)) return false;
     const std::string &a = n.inputs[0], &b = n.inputs[1];
@@ -181,7 +198,7 @@ struct Layout {
     const bool any_blocked =
         std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return blocked.count(v) != 0; });
     if (any_blocked && oblivious(n)) {
-      const size_t tensors = is_oblivious_unary(n) ? 1 : 2;
+      const size_t tensors = is_oblivious_unary(n) ? 1 : n.inputs.size();
       for (size_t k = 0; k < tensors; ++k)
         if (!blocked.count(n.inputs[k]) && !scalar(n.inputs[k])) n.inputs[k] = reorder(n.inputs[k], true);
       blocked.insert(n.outputs[0]);

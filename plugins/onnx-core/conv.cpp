@@ -379,7 +379,7 @@ class ConvKernel {
   void run(const Prim& p, void* x, void* w, void* b, void* z, void* y) const {
     auto& eng = cpu_engine();
     thread_local dnnl::stream stream(eng);
-    thread_local Scratch scratch, src_buf, dst_buf, wei_buf;
+    thread_local Scratch scratch, src_buf, dst_buf, wei_buf, z_buf;
     if (threads_ > 0) omp_set_num_threads(threads_);
     memory user_src(p.user_src, eng, x), user_dst(p.user_dst, eng, y);
     memory src = user_src, dst = user_dst;
@@ -391,7 +391,13 @@ class ConvKernel {
     if (z) {  // the sum post-op adds what dst holds: Z, in dst's layout (Z may share Y's buffer: may_inplace)
       if (p.reorder_z) {
         memory user_z(p.user_z, eng, z);
-        p.z_r.execute(stream, user_z, dst);
+        if (dst.get_data_handle() != z) {
+          p.z_r.execute(stream, user_z, dst);
+        } else {  // Y over Z, Z in another layout: a reorder cannot run in place
+          memory tmp(p.dst_md, eng, z_buf.get(p.dst_md.get_size()));
+          p.z_r.execute(stream, user_z, tmp);
+          std::memcpy(z, tmp.get_data_handle(), p.dst_md.get_size());
+        }
       }
       else if (dst.get_data_handle() != z) std::memcpy(dst.get_data_handle(), z, p.dst_md.get_size());
     }

@@ -650,6 +650,44 @@ TEST(Passes, NchwcLayoutKeepsChainsBlockedAndReordersAtTheEdges) {
   EXPECT_EQ(m.nodes[6].outputs[0], "z");
 }
 
+TEST(Passes, NchwcLayoutConcatenatesBlockedChannelsOnlyInWholeBlocksOf16) {
+  // x -> conv a (16 ch), conv b (16 ch or 8 ch) -> Concat(axis 1) -> conv c -> y
+  auto make = [](int64_t b_channels) {
+    Model m = base_model(13);
+    m.inputs = {vinfo("x", {1, 16, 4, 4})};
+    m.outputs = {vinfo("y")};
+    m.initializers.emplace_back("wa", ftensor({16, 16, 1, 1}, std::vector<float>(256, 0.1f)));
+    m.initializers.emplace_back("wb", ftensor({b_channels, 16, 1, 1}, std::vector<float>(16 * b_channels, 0.1f)));
+    m.initializers.emplace_back("wc", ftensor({16, 16 + b_channels, 1, 1}, std::vector<float>(16 * (16 + b_channels), 0.1f)));
+    Node cat = node("Concat", {"a", "b"}, {"k"});
+    Attribute axis;
+    axis.name = "axis";
+    axis.type = OPH_ATTR_INT;
+    axis.i = 1;
+    cat.attributes.push_back(axis);
+    m.nodes = {node("Conv", {"x", "wa"}, {"a"}), node("Conv", {"x", "wb"}, {"b"}), cat, node("Conv", {"k", "wc"}, {"y"})};
+    std::map<std::string, InferredValue> shapes = {{"x", f32_shape({1, 16, 4, 4})}, {"a", f32_shape({1, 16, 4, 4})},
+                                                   {"b", f32_shape({1, b_channels, 4, 4})},
+                                                   {"k", f32_shape({1, 16 + b_channels, 4, 4})},
+                                                   {"y", f32_shape({1, 16, 4, 4})}};
+    return std::make_pair(m, shapes);
+  };
+  for (int64_t bc : {16, 8}) {
+    auto [m, shapes] = make(bc);
+    PassHooks h = fake_hooks(shapes);
+    h.can_block_conv = [](const Model&, const Node&) { return true; };
+    assign_nchwc_layout(m, h);
+    if (bc == 16) {
+      // Both inputs blocked, the Concat unchanged, the last Conv reads its output blocked.
+      EXPECT_EQ(op_types(m), (std::vector<std::string>{kFusedConv, kFusedConv, "Concat", kFusedConv}));
+      EXPECT_NE(attr_of(m.nodes[3], "x_blocked"), nullptr);
+    } else {
+      // 8 channels: not a whole block of 16; everything stays plain.
+      EXPECT_EQ(op_types(m), (std::vector<std::string>{"Conv", "Conv", "Concat", "Conv"}));
+    }
+  }
+}
+
 TEST(Passes, NchwcLayoutNeedsAPackAndNeverBlocksAGraphOutput) {
   Model m = nchwc_model();
   PassHooks no = fake_hooks(nchwc_shapes());
