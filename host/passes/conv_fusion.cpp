@@ -24,8 +24,10 @@
 
 namespace ophost {
 
+using passes::erase_nodes;
 using passes::find_attr;
 using passes::find_initializer;
+using passes::fused_domain_clash;
 using passes::opset_of;
 using passes::Uses;
 
@@ -192,17 +194,6 @@ PassResult fold_conv_affine(Model& m) {
 }
 
 namespace {
-
-// Removes the nodes at the indices in `removed` (and clears it).
-void erase_nodes(Model& m, std::set<size_t>& removed) {
-  if (removed.empty()) return;
-  std::vector<Node> kept;
-  kept.reserve(m.nodes.size() - removed.size());
-  for (size_t i = 0; i < m.nodes.size(); ++i)
-    if (!removed.count(i)) kept.push_back(std::move(m.nodes[i]));
-  m.nodes = std::move(kept);
-  removed.clear();
-}
 
 // The single float32 value of a constant scalar (any shape with one element), or nullopt.
 std::optional<float> scalar_const(const Model& m, const std::string& name) {
@@ -382,8 +373,8 @@ size_t fold_fused_output_affine(Model& m, const PassHooks& hooks, std::set<size_
 
 PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
   PassResult r{"conv-activation-fusion"};
-  if (auto it = m.opset_imports.find(kFusedDomain); it != m.opset_imports.end() && it->second != 1) {
-    r.message = "0 activations fused (the model imports domain com.ophost at version " + std::to_string(it->second) + ")";
+  if (int64_t v = fused_domain_clash(m)) {
+    r.message = "0 activations fused (the model imports domain com.ophost at version " + std::to_string(v) + ")";
     return r;
   }
   const int64_t opset = opset_of(m, "");
@@ -482,8 +473,8 @@ PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
 
 PassResult fuse_conv_add(Model& m, const PassHooks& hooks) {
   PassResult r{"conv-add-fusion"};
-  if (auto it = m.opset_imports.find(kFusedDomain); it != m.opset_imports.end() && it->second != 1) {
-    r.message = "0 Add nodes fused (the model imports domain com.ophost at version " + std::to_string(it->second) + ")";
+  if (int64_t v = fused_domain_clash(m)) {
+    r.message = "0 Add nodes fused (the model imports domain com.ophost at version " + std::to_string(v) + ")";
     return r;
   }
   std::map<std::string, InferredValue> shapes;

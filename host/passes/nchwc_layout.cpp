@@ -66,15 +66,8 @@ struct Layout {
   std::vector<Node> out;
   size_t reorders = 0, convs = 0;
 
-  Layout(Model& model, const PassHooks& h) : m(model), hooks(h), uses(model) {
+  Layout(Model& model, const PassHooks& h) : m(model), hooks(h), uses(model), names(passes::used_names(model)) {
     if (hooks.infer_shapes) shapes = hooks.infer_shapes(m);
-    for (const auto& [n, t] : m.initializers) names.insert(n);
-    for (const ModelValueInfo& v : m.inputs) names.insert(v.name);
-    for (const ModelValueInfo& v : m.outputs) names.insert(v.name);
-    for (const Node& n : m.nodes) {
-      names.insert(n.inputs.begin(), n.inputs.end());
-      names.insert(n.outputs.begin(), n.outputs.end());
-    }
   }
 
   const std::vector<int64_t>* known_shape(const std::string& v) const {
@@ -215,8 +208,8 @@ struct Layout {
 
 PassResult assign_nchwc_layout(Model& m, const PassHooks& hooks) {
   PassResult r{"nchwc-layout"};
-  if (auto it = m.opset_imports.find(kFusedDomain); it != m.opset_imports.end() && it->second != 1) {
-    r.message = "nothing changed (the model imports domain com.ophost at version " + std::to_string(it->second) + ")";
+  if (int64_t v = passes::fused_domain_clash(m)) {
+    r.message = "nothing changed (the model imports domain com.ophost at version " + std::to_string(v) + ")";
     return r;
   }
   if (!hooks.can_block_conv ||

@@ -90,10 +90,7 @@ PassResult fold_pad_into_conv(Model& m) {
     ++r.changed;
     uses = Uses(m);
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < m.nodes.size(); ++i)
-    if (!removed.count(i)) kept.push_back(std::move(m.nodes[i]));
-  m.nodes = std::move(kept);
+  passes::erase_nodes(m, removed);
   r.message = std::to_string(r.changed) + " Pad nodes folded into Conv pads";
   return r;
 }

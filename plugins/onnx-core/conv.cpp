@@ -228,13 +228,7 @@ class ConvKernel {
   // Every distinct oneDNN implementation this node has built ("oneDNN jit_dw:avx2"); reference when any is.
   oph::Implementation implementation() {
     std::lock_guard lock(mu_);
-    oph::Implementation out;
-    for (const auto& [key, p] : cache_) {
-      append_distinct(out.name, p->impl);
-      out.reference = out.reference || is_reference_impl(p->impl);
-    }
-    if (!out.name.empty()) out.name = "oneDNN " + out.name;
-    return out;
+    return dnnl_implementation(cache_, "oneDNN ");
   }
 
  private:

@@ -40,6 +40,20 @@ inline void append_distinct(std::string& list, const std::string& item) {
   list += (list.empty() ? "" : ", ") + item;
 }
 
+// What a kernel reports as its implementation: `prefix` and every distinct oneDNN implementation name
+// (impl_info_str) of the primitives in `cache` (a map to shared pointers of objects with an `impl` string);
+// reference when any of them is.
+template <class Cache>
+oph::Implementation dnnl_implementation(const Cache& cache, const std::string& prefix) {
+  oph::Implementation out;
+  for (const auto& [key, p] : cache) {
+    append_distinct(out.name, p->impl);
+    out.reference = out.reference || is_reference_impl(p->impl);
+  }
+  if (!out.name.empty()) out.name = prefix + out.name;
+  return out;
+}
+
 // Channel block of the blocked activation layouts (nChw16c / nChw8c) that oneDNN's jit kernels take on the ISA
 // it runs at (after ONEDNN_MAX_CPU_ISA): 16 floats from AVX-512 on, else 8 (AVX2, AVX, SSE4.1).
 inline int dnnl_channel_block() {

@@ -58,13 +58,7 @@ class LayoutReorderK {
 
   oph::Implementation implementation() {
     std::lock_guard lock(mu_);
-    oph::Implementation out;
-    for (const auto& [key, r] : cache_) {
-      append_distinct(out.name, r->impl);
-      out.reference = out.reference || is_reference_impl(r->impl);
-    }
-    if (!out.name.empty()) out.name = "oneDNN reorder " + out.name;
-    return out;
+    return dnnl_implementation(cache_, "oneDNN reorder ");
   }
 
  private:
