@@ -135,7 +135,7 @@ std::string node_created_by(const PreparedNode& pn) {
     if (has({"x_blocked", "y_blocked", "z_blocked"})) add("nchwc-layout");
     return by;
   }
-  if (n.domain == kFusedDomain && n.op_type == kLayoutReorder) return "nchwc-layout";
+  if (n.domain == kFusedDomain && (n.op_type == kLayoutReorder || n.op_type == kBlockedMaxPool)) return "nchwc-layout";
   return {};
 }
 

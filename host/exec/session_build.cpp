@@ -590,6 +590,13 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
     const OpEntry* reorder = registry.resolve(kFusedDomain, kLayoutReorder, 1, c->device);
     return reorder && reorder->source.plugin_name == fused->source.plugin_name && replaceable(c, fused);
   };
+  h.can_block_op = [=, &registry](const Model& model, const Node& n, const char* blocked_op) {
+    const OpEntry* e = resolve_node(model, n);
+    if (!e) return false;
+    const OpEntry* reorder = registry.resolve(kFusedDomain, kLayoutReorder, 1, e->device);
+    const OpEntry* blocked = registry.resolve(kFusedDomain, blocked_op, 1, e->device);
+    return reorder && blocked && blocked->source.plugin_name == reorder->source.plugin_name && replaceable(e, blocked);
+  };
   return h;
 }
 

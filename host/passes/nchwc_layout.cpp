@@ -13,8 +13,9 @@
 //     any order), and Concat on the channel axis of batch-1 tensors whose channel counts are all multiples of 16
 //     (so every input and the output have the same block, 8 or 16, and the blocked concatenation is the
 //     plain one: the inputs' bytes one after the other). A plain operand of such an op is reordered first.
-// Readers that take blocked values: such elementwise ops, and convolutions (X, and FusedConv's Z). The Conv
-// becomes com.ophost::FusedConv with x_blocked/y_blocked/z_blocked. Every other reader (and a graph output) gets
+// Readers that take blocked values: such elementwise ops, convolutions (X, and FusedConv's Z) and MaxPool
+// (without Indices; PassHooks::can_block_op). The Conv becomes com.ophost::FusedConv with
+// x_blocked/y_blocked/z_blocked, a MaxPool on a blocked value com.ophost::BlockedMaxPool (blocked output). Every other reader (and a graph output) gets
 // a plain copy from com.ophost::LayoutReorder(to=plain), one per value; the pack picks the block (8 or 16) from
 // the channel count alone, so producer and readers always agree. Values read by subgraphs are node inputs too
 // (implicit inputs), so they get plain copies the same way.
@@ -64,7 +65,7 @@ struct Layout {
   std::set<std::string> blocked;
   std::map<std::string, std::string> plain_copy, blocked_copy;  // value -> its reordered copy
   std::vector<Node> out;
-  size_t reorders = 0, convs = 0;
+  size_t reorders = 0, convs = 0, pools = 0;
 
   Layout(Model& model, const PassHooks& h) : m(model), hooks(h), uses(model), names(passes::used_names(model)) {
     if (hooks.infer_shapes) shapes = hooks.infer_shapes(m);
@@ -103,6 +104,15 @@ struct Layout {
     if (!w || w->dtype() != DType::kFloat32 || w->shape().size() != 4) return false;
     return hooks.can_block_conv && hooks.can_block_conv(m, n);
   }
+  // MaxPool without Indices on 4-D values (C a multiple of 8) that the pack runs blocked.
+  bool pool_ok(const Node& n) const {
+    if (!n.domain.empty() || n.op_type != "MaxPool" || n.inputs.size() != 1 || n.outputs.empty() ||
+        n.outputs[0].empty() || (n.outputs.size() > 1 && !n.outputs[1].empty()) || n.outputs.size() > 2)
+      return false;
+    if (const Attribute* so = find_attr(n, "storage_order"); so && so->i != 0) return false;
+    if (!blockable(n.inputs[0]) || !blockable(n.outputs[0]) || uses.is_output(n.outputs[0])) return false;
+    return hooks.can_block_op && hooks.can_block_op(m, n, kBlockedMaxPool);
+  }
   // Whether the op computes the same elements when its tensor inputs are blocked (and its output then is).
   bool oblivious(const Node& n) const {
     if (std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return uses.is_output(o); }))
@@ -127,6 +137,7 @@ struct Layout {
   // Whether `reader` takes value v (its input k) blocked.
   bool takes_blocked(const Node& reader, size_t k) const {
     if (conv_ok(reader)) return k == 0 || k == 3;
+    if (pool_ok(reader)) return k == 0;
     return oblivious(reader);
   }
 
@@ -188,6 +199,15 @@ struct Layout {
       out.push_back(std::move(n));
       return;
     }
+    if (pool_ok(n) && blocked.count(n.inputs[0])) {
+      n.domain = kFusedDomain;
+      n.op_type = kBlockedMaxPool;
+      n.outputs.resize(1);
+      blocked.insert(n.outputs[0]);
+      ++pools;
+      out.push_back(std::move(n));
+      return;
+    }
     const bool any_blocked =
         std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return blocked.count(v) != 0; });
     if (any_blocked && oblivious(n)) {
@@ -226,10 +246,11 @@ PassResult assign_nchwc_layout(Model& m, const PassHooks& hooks) {
   // Readers are visited after their producers (node order is topological), so every blocked value's readers
   // took it blocked or read a plain copy; graph outputs are never blocked.
   m.nodes = std::move(pass.out);
-  if (pass.convs) m.opset_imports[kFusedDomain] = 1;
-  r.changed = pass.convs + pass.reorders;
+  if (pass.convs || pass.pools) m.opset_imports[kFusedDomain] = 1;
+  r.changed = pass.convs + pass.pools + pass.reorders;
   r.message = std::to_string(pass.blocked.size()) + " values kept channel-blocked, " + std::to_string(pass.convs) +
-              " convolutions on blocked layouts, " + std::to_string(pass.reorders) + " LayoutReorder nodes";
+              " convolutions and " + std::to_string(pass.pools) + " MaxPool on blocked layouts, " +
+              std::to_string(pass.reorders) + " LayoutReorder nodes";
   return r;
 }
 

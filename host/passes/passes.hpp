@@ -81,6 +81,10 @@ struct PassHooks {
   // com.ophost::LayoutReorder (a pack serving both implements the blocked-layout attributes), and the Conv's own
   // kernel comes from that pack or allows fusion.
   std::function<bool(const Model& model, const Node& conv)> can_block_conv;
+  // Whether `node` may become com.ophost::<blocked_op>, its form on channel-blocked values (MaxPool:
+  // BlockedMaxPool): the pack that serves com.ophost::LayoutReorder on the node's device serves blocked_op too,
+  // and the node's own kernel comes from that pack or allows fusion.
+  std::function<bool(const Model& model, const Node& node, const char* blocked_op)> can_block_op;
 };
 
 struct PassOptions {
@@ -116,5 +120,6 @@ inline constexpr const char* kFusedDomain = "com.ophost";
 inline constexpr const char* kFusedConv = "FusedConv";
 // The reorder at the edges of channel-blocked regions (nchwc-layout), attribute to = "blocked" | "plain".
 inline constexpr const char* kLayoutReorder = "LayoutReorder";
+inline constexpr const char* kBlockedMaxPool = "BlockedMaxPool";
 
 }  // namespace ophost

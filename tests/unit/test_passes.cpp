@@ -688,6 +688,25 @@ TEST(Passes, NchwcLayoutConcatenatesBlockedChannelsOnlyInWholeBlocksOf16) {
   }
 }
 
+TEST(Passes, NchwcLayoutRunsMaxPoolBlockedWhereThePackServesIt) {
+  Model m = nchwc_model();
+  m.outputs = {vinfo("q"), vinfo("z")};
+  m.nodes.insert(m.nodes.begin() + 5, node("Relu", {"p"}, {"q"}));  // the pooled value, then a graph output
+  auto shapes = nchwc_shapes();
+  shapes["q"] = shapes["p"];
+  PassHooks h = fake_hooks(shapes);
+  h.can_block_conv = [](const Model&, const Node&) { return true; };
+  h.can_block_op = [](const Model&, const Node&, const char* op) { return std::string(op) == kBlockedMaxPool; };
+  assign_nchwc_layout(m, h);
+  // MaxPool reads s blocked and writes p blocked; the Relu writing the graph output q reads a plain copy of p.
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{kFusedConv, "Relu", kFusedConv, "Add", kBlockedMaxPool,
+                                                   kLayoutReorder, "Relu", kFusedConv}));
+  EXPECT_EQ(m.nodes[4].domain, kFusedDomain);
+  EXPECT_EQ(m.nodes[4].inputs[0], "s");
+  EXPECT_EQ(m.nodes[5].inputs[0], "p");
+  EXPECT_EQ(m.nodes[6].inputs[0], m.nodes[5].outputs[0]);
+}
+
 TEST(Passes, NchwcLayoutNeedsAPackAndNeverBlocksAGraphOutput) {
   Model m = nchwc_model();
   PassHooks no = fake_hooks(nchwc_shapes());
