@@ -122,11 +122,20 @@ std::string node_created_by(const PreparedNode& pn) {
   const Node& n = *pn.node;
   if (pn.is_copy) return "placement (device boundary Copy)";
   if (n.domain == kFusedDomain && n.op_type == kFusedConv) {
-    bool affine = std::any_of(n.attributes.begin(), n.attributes.end(), [](const Attribute& a) {
-      return a.name == "output_scale" || a.name == "output_shift";
-    });
-    return affine ? "conv-activation-fusion, conv-affine-folding" : "conv-activation-fusion";
+    auto has = [&](std::initializer_list<std::string_view> names) {
+      return std::any_of(n.attributes.begin(), n.attributes.end(), [&](const Attribute& a) {
+        return std::find(names.begin(), names.end(), a.name) != names.end();
+      });
+    };
+    std::string by;
+    auto add = [&](const char* pass) { by += (by.empty() ? "" : ", ") + std::string(pass); };
+    if (n.inputs.size() > 3 && !n.inputs[3].empty()) add("conv-add-fusion");
+    if (has({"activation"})) add("conv-activation-fusion");
+    if (has({"output_scale", "output_shift"})) add("conv-affine-folding");
+    if (has({"x_blocked", "y_blocked", "z_blocked"})) add("nchwc-layout");
+    return by;
   }
+  if (n.domain == kFusedDomain && (n.op_type == kLayoutReorder || n.op_type == kBlockedMaxPool)) return "nchwc-layout";
   return {};
 }
 

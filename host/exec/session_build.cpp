@@ -230,23 +230,42 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
     }
     return shapes;
   };
-  h.can_fuse_conv = [&registry, devices](const Model& model, const Node& conv, const Node& act) {
+  // The entry a node resolves to on the first device that serves it (nullptr: none).
+  auto resolve_node = [&registry, devices](const Model& model, const Node& n) -> const OpEntry* {
     const int64_t opset = model.opset_imports.count("") ? model.opset_imports.at("") : 0;
-    const OpEntry* c = nullptr;
     for (const std::string& dev : devices)
-      if ((c = registry.resolve(conv.domain, conv.op_type, opset, dev))) break;
-    if (!c) return false;
-    const OpEntry* fused = registry.resolve(kFusedDomain, kFusedConv, 1, c->device);
-    if (!fused || !(fused->op->flags & OPH_OP_FLAG_ALLOW_FUSION)) return false;
-    const OpEntry* a = nullptr;
-    for (const std::string& dev : devices)
-      if ((a = registry.resolve(act.domain, act.op_type, opset, dev))) break;
-    if (!a || a->device != c->device) return false;
-    // A kernel from another pack (an override) is replaced only when it allows fusion itself.
-    auto allowed = [&](const OpEntry* e) {
-      return (e->op->flags & OPH_OP_FLAG_ALLOW_FUSION) || e->source.plugin_name == fused->source.plugin_name;
-    };
-    return allowed(c) && allowed(a);
+      if (const OpEntry* e = registry.resolve(n.domain, n.op_type, opset, dev)) return e;
+    return nullptr;
+  };
+  // A kernel from another pack than the fused op's (an override) is replaced only when it allows fusion itself.
+  auto replaceable = [](const OpEntry* e, const OpEntry* fused) {
+    return (e->op->flags & OPH_OP_FLAG_ALLOW_FUSION) || e->source.plugin_name == fused->source.plugin_name;
+  };
+  // com.ophost::FusedConv on the device of `conv`, when a pack serves it with OPH_OP_FLAG_ALLOW_FUSION.
+  auto fused_conv_on = [&registry](const OpEntry* conv) -> const OpEntry* {
+    const OpEntry* fused = registry.resolve(kFusedDomain, kFusedConv, 1, conv->device);
+    return fused && (fused->op->flags & OPH_OP_FLAG_ALLOW_FUSION) ? fused : nullptr;
+  };
+  h.can_fuse_conv = [=](const Model& model, const Node& conv, const Node& act) {
+    const OpEntry* c = resolve_node(model, conv);
+    const OpEntry* fused = c ? fused_conv_on(c) : nullptr;
+    const OpEntry* a = fused ? resolve_node(model, act) : nullptr;
+    return a && a->device == c->device && replaceable(c, fused) && replaceable(a, fused);
+  };
+  h.can_block_conv = [=, &registry](const Model& model, const Node& conv) {
+    const OpEntry* c = resolve_node(model, conv);
+    const OpEntry* fused = c ? fused_conv_on(c) : nullptr;
+    if (!fused) return false;
+    // The pack that serves FusedConv and LayoutReorder both implements the blocked-layout attributes.
+    const OpEntry* reorder = registry.resolve(kFusedDomain, kLayoutReorder, 1, c->device);
+    return reorder && reorder->source.plugin_name == fused->source.plugin_name && replaceable(c, fused);
+  };
+  h.can_block_op = [=, &registry](const Model& model, const Node& n, const char* blocked_op) {
+    const OpEntry* e = resolve_node(model, n);
+    if (!e) return false;
+    const OpEntry* reorder = registry.resolve(kFusedDomain, kLayoutReorder, 1, e->device);
+    const OpEntry* blocked = registry.resolve(kFusedDomain, blocked_op, 1, e->device);
+    return reorder && blocked && blocked->source.plugin_name == reorder->source.plugin_name && replaceable(e, blocked);
   };
   return h;
 }
@@ -336,6 +355,12 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
   popts.level = options.opt_level;
   popts.disabled = options.disabled_passes;
   popts.fold_extra_budget = options.max_fold_bytes;
+  // Dumped values (--dump, and ophost diff, which reads them) must be in ONNX's plain layout: no blocked regions.
+  if (!options.dump_dir.empty() && options.opt_level >= 3 &&
+      std::find(popts.disabled.begin(), popts.disabled.end(), "nchwc-layout") == popts.disabled.end()) {
+    popts.disabled.push_back("nchwc-layout");
+    spdlog::info("passes: nchwc-layout is off while values are dumped (dumps show every value in plain NCHW)");
+  }
   run_passes(model, popts, make_pass_hooks(plugins, registry, devices, options));
 
   auto s = std::make_unique<Session::Impl>();

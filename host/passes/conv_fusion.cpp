@@ -5,21 +5,29 @@
 //                            B' = (B - mean) * s + bias
 //  conv-affine-folding     Conv -> Mul(c) and/or Add(d) with per-channel (or scalar) float32 constants, each
 //                          intermediate read only by the next node:  W' = W * c,  B' = B * c + d
-//  conv-activation-fusion  Conv -> activation becomes com.ophost::FusedConv(activation, activation_params)
-//                          where PassHooks::can_fuse_conv says a pack serves it (OPH_OP_FLAG_ALLOW_FUSION).
+//  conv-add-fusion         Conv -> Add(Z), Z of the Conv output's shape and computed before the Conv runs,
+//                          becomes com.ophost::FusedConv(X, W, B, Z) (no activation yet), where
+//                          PassHooks::can_fuse_conv says a pack serves it
+//  conv-activation-fusion  Conv (or such a FusedConv) -> activation becomes com.ophost::FusedConv(activation,
+//                          activation_params) where PassHooks::can_fuse_conv says a pack serves it
+//                          (OPH_OP_FLAG_ALLOW_FUSION).
 // New weights are new initializers (fresh names); the old ones are dropped by dead-node-elimination when
 // nothing else reads them.
 #include "passes/graph_util.hpp"
 #include "passes/passes.hpp"
 
 #include <cfloat>
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 namespace ophost {
 
+using passes::erase_nodes;
 using passes::find_attr;
 using passes::find_initializer;
+using passes::fused_domain_clash;
 using passes::opset_of;
 using passes::Uses;
 
@@ -187,17 +195,6 @@ PassResult fold_conv_affine(Model& m) {
 
 namespace {
 
-// Removes the nodes at the indices in `removed` (and clears it).
-void erase_nodes(Model& m, std::set<size_t>& removed) {
-  if (removed.empty()) return;
-  std::vector<Node> kept;
-  kept.reserve(m.nodes.size() - removed.size());
-  for (size_t i = 0; i < m.nodes.size(); ++i)
-    if (!removed.count(i)) kept.push_back(std::move(m.nodes[i]));
-  m.nodes = std::move(kept);
-  removed.clear();
-}
-
 // The single float32 value of a constant scalar (any shape with one element), or nullopt.
 std::optional<float> scalar_const(const Model& m, const std::string& name) {
   const Tensor* t = find_initializer(m, name);
@@ -237,6 +234,15 @@ std::optional<std::pair<float, float>> clip_bounds(const Model& m, const Node& c
 
 bool standard_binary(const Node& n, const char* op) {
   return n.op_type == op && n.domain.empty() && n.inputs.size() == 2 && n.outputs.size() == 1 && !n.outputs[0].empty();
+}
+
+// A FusedConv that conv-add-fusion wrote (input Z, no activation, no output affine yet).
+bool is_bare_fused_conv(const Node& n) {
+  if (n.domain != kFusedDomain || n.op_type != kFusedConv) return false;
+  for (const Attribute& a : n.attributes)
+    if (a.name == "activation" || a.name == "activation_params" || a.name == "output_scale" || a.name == "output_shift")
+      return false;
+  return true;
 }
 
 // Exporters that predate ONNX's HardSwish (opset 14) write it out: x * Clip(x + 3, 0, 6) / 6 (PaddlePaddle,
@@ -367,8 +373,8 @@ size_t fold_fused_output_affine(Model& m, const PassHooks& hooks, std::set<size_
 
 PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
   PassResult r{"conv-activation-fusion"};
-  if (auto it = m.opset_imports.find(kFusedDomain); it != m.opset_imports.end() && it->second != 1) {
-    r.message = "0 activations fused (the model imports domain com.ophost at version " + std::to_string(it->second) + ")";
+  if (int64_t v = fused_domain_clash(m)) {
+    r.message = "0 activations fused (the model imports domain com.ophost at version " + std::to_string(v) + ")";
     return r;
   }
   const int64_t opset = opset_of(m, "");
@@ -426,7 +432,8 @@ PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
     auto pit = uses.producer.find(x);
     if (pit == uses.producer.end() || uses.readers(x) != 1 || uses.is_output(x)) continue;
     Node& conv = m.nodes[static_cast<size_t>(pit->second)];
-    if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1) continue;
+    const bool plain_conv = conv.op_type == "Conv" && conv.domain.empty();
+    if ((!plain_conv && !is_bare_fused_conv(conv)) || conv.outputs.size() != 1) continue;
     if (!hooks.can_fuse_conv || !hooks.can_fuse_conv(m, conv, act)) continue;
     conv.domain = kFusedDomain;
     conv.op_type = kFusedConv;
@@ -461,6 +468,59 @@ PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
     r.changed += affine;
     r.message += "; " + std::to_string(affine) + " scalar Mul/Div/Add/Sub after them folded into the output scale/shift";
   }
+  return r;
+}
+
+PassResult fuse_conv_add(Model& m, const PassHooks& hooks) {
+  PassResult r{"conv-add-fusion"};
+  if (int64_t v = fused_domain_clash(m)) {
+    r.message = "0 Add nodes fused (the model imports domain com.ophost at version " + std::to_string(v) + ")";
+    return r;
+  }
+  std::map<std::string, InferredValue> shapes;
+  if (hooks.can_fuse_conv && hooks.infer_shapes) shapes = hooks.infer_shapes(m);
+  // Same fully known shape and float32: Z adds element by element, no broadcasting.
+  auto same_shape = [&](const std::string& a, const std::string& b) {
+    auto x = shapes.find(a), y = shapes.find(b);
+    if (x == shapes.end() || y == shapes.end() || x->second.dtype != DType::kFloat32 ||
+        y->second.dtype != DType::kFloat32 || x->second.dims != y->second.dims)
+      return false;
+    return std::none_of(x->second.dims.begin(), x->second.dims.end(), [](int64_t d) { return d < 0; });
+  };
+  std::set<size_t> removed;
+  Uses uses(m);
+  for (size_t ai = 0; ai < m.nodes.size() && !shapes.empty(); ++ai) {
+    const Node& add = m.nodes[ai];
+    if (!standard_binary(add, "Add")) continue;
+    // Either input may be the Conv's; the fused node runs where the Conv ran, so Z must be computed before it
+    // (a graph input, an initializer, or an earlier node's output). Of two candidates the later Conv wins.
+    int best = -1;
+    size_t best_k = 0;
+    for (size_t k = 0; k < 2; ++k) {
+      const std::string& y = add.inputs[k];
+      const std::string& z = add.inputs[1 - k];
+      auto pit = uses.producer.find(y);
+      if (y == z || pit == uses.producer.end() || uses.readers(y) != 1 || uses.is_output(y)) continue;
+      const Node& conv = m.nodes[static_cast<size_t>(pit->second)];
+      if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1 || conv.inputs.size() > 3) continue;
+      if (auto zp = uses.producer.find(z); zp != uses.producer.end() && zp->second >= pit->second) continue;
+      if (!same_shape(y, z) || !hooks.can_fuse_conv(m, conv, add)) continue;
+      if (pit->second > best) best = pit->second, best_k = k;
+    }
+    if (best < 0) continue;
+    Node& conv = m.nodes[static_cast<size_t>(best)];
+    conv.domain = kFusedDomain;
+    conv.op_type = kFusedConv;
+    conv.inputs.resize(4);  // B stays "" when absent
+    conv.inputs[3] = add.inputs[1 - best_k];
+    conv.outputs[0] = add.outputs[0];
+    removed.insert(ai);
+    ++r.changed;
+    m.opset_imports[kFusedDomain] = 1;
+    uses = Uses(m);
+  }
+  erase_nodes(m, removed);
+  r.message = std::to_string(r.changed) + " Add nodes fused into Conv as its input Z";
   return r;
 }
 

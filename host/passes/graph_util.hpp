@@ -54,8 +54,8 @@ inline int64_t opset_of(const Model& m, const std::string& domain) {
   return it == m.opset_imports.end() ? 0 : it->second;
 }
 
-// A value name not used anywhere in the model, starting from `base`.
-inline std::string fresh_name(const Model& m, const std::string& base) {
+// Every value name the model uses (initializers, graph inputs and outputs, node inputs and outputs).
+inline std::set<std::string> used_names(const Model& m) {
   std::set<std::string> used;
   for (const auto& [n, t] : m.initializers) used.insert(n);
   for (const ModelValueInfo& v : m.inputs) used.insert(v.name);
@@ -64,6 +64,12 @@ inline std::string fresh_name(const Model& m, const std::string& base) {
     used.insert(n.inputs.begin(), n.inputs.end());
     used.insert(n.outputs.begin(), n.outputs.end());
   }
+  return used;
+}
+
+// A value name not used anywhere in the model, starting from `base`.
+inline std::string fresh_name(const Model& m, const std::string& base) {
+  const std::set<std::string> used = used_names(m);
   if (!used.count(base)) return base;
   for (int k = 1;; ++k) {
     std::string c = base + "_" + std::to_string(k);
@@ -79,6 +85,24 @@ inline void rename_value(Model& m, const std::string& from, const std::string& t
     for (std::string& out : n.outputs)
       if (out == from) out = to;
   }
+}
+
+// Removes the nodes at the indices in `removed` (and clears it).
+inline void erase_nodes(Model& m, std::set<size_t>& removed) {
+  if (removed.empty()) return;
+  std::vector<Node> kept;
+  kept.reserve(m.nodes.size() - removed.size());
+  for (size_t i = 0; i < m.nodes.size(); ++i)
+    if (!removed.count(i)) kept.push_back(std::move(m.nodes[i]));
+  m.nodes = std::move(kept);
+  removed.clear();
+}
+
+// The version of domain com.ophost the model imports when it is not 1 (the version the passes write ops of):
+// a pass that would add com.ophost ops leaves such a model alone. 0 when there is no clash.
+inline int64_t fused_domain_clash(const Model& m) {
+  auto it = m.opset_imports.find("com.ophost");
+  return it != m.opset_imports.end() && it->second != 1 ? it->second : 0;
 }
 
 }  // namespace ophost::passes

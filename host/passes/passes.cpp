@@ -21,8 +21,11 @@ const std::vector<PassInfo>& all_passes() {
       {"dead-node-elimination", 1, "nodes whose outputs reach no graph output removed, unread initializers dropped"},
       {"constant-folding", 1, "nodes with only constant inputs run once at load; their outputs become constants"},
       {"conv-bn-folding", 2, "Conv followed by BatchNormalization folded into the Conv's weights and bias"},
-      {"conv-activation-fusion", 2, "Conv followed by an activation rewritten to com.ophost::FusedConv (oneDNN post-op)"},
       {"conv-affine-folding", 3, "Conv followed by per-channel constant Mul/Add folded into the Conv's weights and bias"},
+      {"pad-conv-folding", 3, "zero Pad on spatial axes read only by a Conv folded into the Conv's pads"},
+      {"conv-add-fusion", 2, "Conv followed by Add of a same-shape tensor rewritten to com.ophost::FusedConv with input Z"},
+      {"conv-activation-fusion", 2, "Conv followed by an activation rewritten to com.ophost::FusedConv (oneDNN post-op)"},
+      {"nchwc-layout", 3, "activations between convolutions stay channel-blocked (nChw8c/16c), reordered at the edges"},
   };
   return kPasses;
 }
@@ -151,7 +154,10 @@ std::vector<PassResult> run_passes(Model& model, const PassOptions& options, con
   if (enabled("constant-folding")) record(fold_constants(model, hooks, options.fold_size_cap, options.fold_extra_budget));
   if (enabled("conv-bn-folding")) record(fold_conv_batchnorm(model));
   if (enabled("conv-affine-folding")) record(fold_conv_affine(model));
+  if (enabled("pad-conv-folding")) record(fold_pad_into_conv(model));
+  if (enabled("conv-add-fusion")) record(fuse_conv_add(model, hooks));
   if (enabled("conv-activation-fusion")) record(fuse_conv_activation(model, hooks));
+  if (enabled("nchwc-layout")) record(assign_nchwc_layout(model, hooks));
   // What the rewrites left unread (BatchNormalization parameters, inputs of folded nodes).
   if (enabled("dead-node-elimination")) {
     PassResult again = eliminate_dead_nodes(model);

@@ -9,11 +9,19 @@
 //                              their outputs become initializers. Standard domain, deterministic ops only;
 //                              Shape/Size of values whose shape is fully known at load; outputs over 64 MiB kept
 //   2  conv-bn-folding         Conv -> BatchNormalization (inference, constant params) folded into Conv W/B
+//      conv-add-fusion         Conv -> Add(Z) with Z of the Conv output's shape (a residual) rewritten to
+//                              com.ophost::FusedConv with input Z (y = act(conv(x) + z), a oneDNN sum post-op);
+//                              before conv-activation-fusion, so that an activation after the Add fuses too
 //      conv-activation-fusion  Conv -> Relu/LeakyRelu/Clip/Sigmoid/Tanh/HardSigmoid/HardSwish/Elu rewritten to
 //                              com.ophost::FusedConv, only where a loaded pack serves that op with
 //                              OPH_OP_FLAG_ALLOW_FUSION on the device the Conv resolves to
 //   3  conv-affine-folding     Conv -> Mul(per-channel constant) -> Add(per-channel constant) (how some
 //                              exporters write BatchNormalization) folded into Conv W/B
+//      pad-conv-folding        Pad (constant zeros, spatial axes, constant pads) read only by a Conv folded into
+//                              the Conv's pads
+//      nchwc-layout            4-D activations between convolutions stay channel-blocked (nChw8c/16c, see
+//                              nchwc_layout.cpp): FusedConv x_blocked/y_blocked/z_blocked, layout-oblivious
+//                              elementwise ops in between, com.ophost::LayoutReorder at the region's edges
 //
 // Every pass logs at info level what it changed ("constant-folding: 12 nodes folded").
 #pragma once
@@ -68,6 +76,15 @@ struct PassHooks {
   // OPH_OP_FLAG_ALLOW_FUSION on the device the Conv resolves to, and both nodes' kernels come from that pack or
   // allow fusion themselves).
   std::function<bool(const Model& model, const Node& conv, const Node& activation)> can_fuse_conv;
+  // Whether `conv` (Conv or FusedConv) may read and write channel-blocked values: the pack that serves
+  // com.ophost::FusedConv with OPH_OP_FLAG_ALLOW_FUSION on the Conv's device also serves
+  // com.ophost::LayoutReorder (a pack serving both implements the blocked-layout attributes), and the Conv's own
+  // kernel comes from that pack or allows fusion.
+  std::function<bool(const Model& model, const Node& conv)> can_block_conv;
+  // Whether `node` may become com.ophost::<blocked_op>, its form on channel-blocked values (MaxPool:
+  // BlockedMaxPool): the pack that serves com.ophost::LayoutReorder on the node's device serves blocked_op too,
+  // and the node's own kernel comes from that pack or allows fusion.
+  std::function<bool(const Model& model, const Node& node, const char* blocked_op)> can_block_op;
 };
 
 struct PassOptions {
@@ -92,11 +109,17 @@ PassResult eliminate_dead_nodes(Model& model);
 PassResult fold_constants(Model& model, const PassHooks& hooks, size_t size_cap = size_t{64} << 20,
                           uint64_t extra_budget = uint64_t{64} << 20);
 PassResult fold_conv_batchnorm(Model& model);
+PassResult fuse_conv_add(Model& model, const PassHooks& hooks);
 PassResult fuse_conv_activation(Model& model, const PassHooks& hooks);
+PassResult assign_nchwc_layout(Model& model, const PassHooks& hooks);
 PassResult fold_conv_affine(Model& model);
+PassResult fold_pad_into_conv(Model& model);
 
 // The FusedConv op the conv-activation fusion rewrites to.
 inline constexpr const char* kFusedDomain = "com.ophost";
 inline constexpr const char* kFusedConv = "FusedConv";
+// The reorder at the edges of channel-blocked regions (nchwc-layout), attribute to = "blocked" | "plain".
+inline constexpr const char* kLayoutReorder = "LayoutReorder";
+inline constexpr const char* kBlockedMaxPool = "BlockedMaxPool";
 
 }  // namespace ophost

@@ -1,21 +1,27 @@
 // onnx-core: Conv and ConvTranspose (1-3 spatial dims, float32) through oneDNN.
 //
 // One oneDNN primitive per node and input shape: built at kernel creation when the shapes are known, else at
-// the first compute (cached by input shape). Activations stay in ONNX's plain NC[D]HW layout; constant weights
-// are reordered once into the layout the primitive prefers. For depthwise convolutions the primitive may pick a
-// blocked activation layout too (its jit kernels need one); the activations are then reordered on the way in
-// and out, which still beats the plain-layout fallback by a wide margin.
+// the first compute (cached by input shape). Constant weights are reordered once into the layout the primitive
+// prefers. Activations are ONNX's plain NC[D]HW, except where the host's nchwc-layout pass marked a FusedConv's
+// X, Y or Z as channel-blocked (x_blocked/y_blocked/z_blocked: nChw8c/16c in the plain tensor's buffer, see
+// nchwc_block), so that chains of convolutions and elementwise ops stay blocked between them. Where the layout a
+// value arrives in (or must leave in) is not the one the primitive takes, it is reordered on the way in and out.
+// FusedConv's optional Z (conv-add-fusion) is added before the activation: y = act(conv(x) + z), a oneDNN sum
+// post-op.
 //
 // Threads: Debian's oneDNN uses the OpenMP runtime. Every primitive runs after omp_set_num_threads(n) on the
 // calling thread, n from dnnl_threads() below (host config, else the host pool's size); OMP_NUM_THREADS set by
 // the user is left alone.
 #include "common.hpp"
+#include "conv_geom.hpp"
 #include "dnnl_util.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,149 +34,7 @@ namespace {
 
 using dnnl::memory;
 using tag = dnnl::memory::format_tag;
-
-// ----- attributes and geometry -----
-
-struct ConvAttrs {
-  bool transpose = false;
-  std::string op;
-  std::string auto_pad;
-  int64_t group = 1;
-  std::vector<int64_t> dilations, kernel_shape, pads, strides, output_padding, output_shape;
-  // com.ophost::FusedConv (graph pass conv-activation-fusion): the activation run as a oneDNN post-op.
-  std::string activation;
-  std::vector<float> activation_params;
-  // FusedConv: y = act(conv(x)) * output_scale + output_shift (a scalar affine the pass folded in).
-  float output_scale = 1.0f, output_shift = 0.0f;
-};
-
-ConvAttrs read_conv_attrs(const oph::Attrs& at, bool transpose) {
-  ConvAttrs a;
-  a.transpose = transpose;
-  a.op = transpose ? "ConvTranspose" : "Conv";
-  a.auto_pad = at.get<std::string>("auto_pad");
-  if (a.auto_pad != "NOTSET" && a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER" && a.auto_pad != "VALID")
-    fail(a.op + ": auto_pad '" + a.auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
-  a.group = at.get<int64_t>("group");
-  if (a.group < 1) fail(a.op + ": group must be >= 1, got " + std::to_string(a.group));
-  auto ints = [&](const char* n) {
-    return at.has(n) ? at.get<std::vector<int64_t>>(n) : std::vector<int64_t>{};
-  };
-  a.dilations = ints("dilations");
-  a.kernel_shape = ints("kernel_shape");
-  a.pads = ints("pads");
-  a.strides = ints("strides");
-  if (transpose) {
-    a.output_padding = ints("output_padding");
-    a.output_shape = ints("output_shape");
-  }
-  for (int64_t d : a.dilations)
-    if (d < 1) fail(a.op + ": dilations must be >= 1");
-  for (int64_t s : a.strides)
-    if (s < 1) fail(a.op + ": strides must be >= 1");
-  for (int64_t p : a.pads)
-    if (p < 0) fail(a.op + ": pads must be >= 0");
-  if (!a.pads.empty() && a.auto_pad != "NOTSET")
-    fail(a.op + ": pads and auto_pad=" + a.auto_pad + " must not both be given");
-  return a;
-}
-
-struct ConvGeom {
-  size_t nsp = 0;
-  int64_t N = 0, C = 0, OC = 0, G = 1;
-  std::vector<int64_t> k, s, d, pb, pe, in, out, outpad;
-  std::vector<int64_t> out_shape;  // full NC... output shape (dims may be unknown at infer)
-};
-
-// Geometry from the input and weight shapes; unknown dims (-1) give unknown output dims.
-ConvGeom conv_geom(const ConvAttrs& a, std::span<const int64_t> x, std::span<const int64_t> w) {
-  const std::string& op = a.op;
-  if (x.size() < 3 || x.size() > 5) fail(op + ": X must have rank 3 to 5 (N, C, 1-3 spatial dims), got " + shape_str(x));
-  if (w.size() != x.size()) fail(op + ": W " + shape_str(w) + " must have the rank of X " + shape_str(x));
-  ConvGeom g;
-  g.nsp = x.size() - 2;
-  const size_t n = g.nsp;
-  auto check_len = [&](const std::vector<int64_t>& v, size_t want, const char* what) {
-    if (!v.empty() && v.size() != want)
-      fail(op + ": " + what + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(want));
-  };
-  check_len(a.dilations, n, "dilations");
-  check_len(a.kernel_shape, n, "kernel_shape");
-  check_len(a.pads, 2 * n, "pads");
-  check_len(a.strides, n, "strides");
-  check_len(a.output_padding, n, "output_padding");
-  check_len(a.output_shape, n, "output_shape");
-  g.G = a.group;
-  g.N = x[0];
-  g.C = x[1];
-  if (!a.transpose) {
-    g.OC = w[0];
-    if (g.C >= 0 && w[1] >= 0 && w[1] * g.G != g.C)
-      fail(op + ": X has " + std::to_string(g.C) + " channels but W " + shape_str(w) + " with group " +
-           std::to_string(g.G) + " expects " + std::to_string(w[1] * g.G));
-    if (g.OC >= 0 && g.OC % g.G != 0) fail(op + ": output channels " + std::to_string(g.OC) + " not divisible by group");
-  } else {
-    if (g.C >= 0 && w[0] >= 0 && w[0] != g.C)
-      fail(op + ": X has " + std::to_string(g.C) + " channels but W " + shape_str(w) + " expects " + std::to_string(w[0]));
-    if (g.C >= 0 && g.C % g.G != 0) fail(op + ": input channels not divisible by group");
-    g.OC = w[1] < 0 ? -1 : w[1] * g.G;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    int64_t k = w[2 + i];
-    if (!a.kernel_shape.empty()) {
-      if (k >= 0 && a.kernel_shape[i] != k) fail(op + ": kernel_shape does not match W " + shape_str(w));
-      k = a.kernel_shape[i];
-    }
-    if (k < 0) fail(op + ": the kernel's spatial size must be known (W " + shape_str(w) + ")");
-    g.k.push_back(k);
-    g.s.push_back(a.strides.empty() ? 1 : a.strides[i]);
-    g.d.push_back(a.dilations.empty() ? 1 : a.dilations[i]);
-    g.in.push_back(x[2 + i]);
-    g.outpad.push_back(a.output_padding.empty() ? 0 : a.output_padding[i]);
-    g.pb.push_back(a.pads.empty() ? 0 : a.pads[i]);
-    g.pe.push_back(a.pads.empty() ? 0 : a.pads[n + i]);
-  }
-  g.out.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t in = g.in[i], ek = (g.k[i] - 1) * g.d[i] + 1, s = g.s[i];
-    if (!a.transpose) {
-      if (in < 0) { g.out[i] = -1; continue; }
-      if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
-        int64_t out = (in + s - 1) / s;
-        int64_t total = std::max<int64_t>(0, (out - 1) * s + ek - in);
-        int64_t small = total / 2, big = total - small;
-        g.pb[i] = a.auto_pad == "SAME_UPPER" ? small : big;
-        g.pe[i] = a.auto_pad == "SAME_UPPER" ? big : small;
-      }
-      int64_t span = in + g.pb[i] + g.pe[i] - ek;
-      if (span < 0)
-        fail(op + ": kernel (extent " + std::to_string(ek) + ") is larger than the padded input " + shape_str(x));
-      g.out[i] = span / s + 1;
-    } else {
-      if (g.outpad[i] < 0 || (g.outpad[i] >= s && g.outpad[i] >= g.d[i]))
-        fail(op + ": output_padding must be smaller than the stride or the dilation");
-      if (in < 0) { g.out[i] = -1; continue; }
-      const int64_t full = s * (in - 1) + g.outpad[i] + ek;
-      if (!a.output_shape.empty() || a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
-        int64_t target = !a.output_shape.empty() ? a.output_shape[i] : in * s;
-        int64_t total = full - target;
-        if (total < 0) fail(op + ": output_shape is larger than the transposed convolution can produce");
-        int64_t small = total / 2, big = total - small;
-        // ONNX: SAME_UPPER puts the smaller half at the start; SAME_LOWER and output_shape the larger.
-        bool upper = a.auto_pad == "SAME_UPPER";
-        g.pb[i] = upper ? small : big;
-        g.pe[i] = upper ? big : small;
-        g.out[i] = target;
-      } else {
-        g.out[i] = full - g.pb[i] - g.pe[i];
-        if (g.out[i] < 1) fail(op + ": the pads leave an empty output");
-      }
-    }
-  }
-  g.out_shape = {g.N, g.OC};
-  g.out_shape.insert(g.out_shape.end(), g.out.begin(), g.out.end());
-  return g;
-}
+using namespace conv_detail;
 
 void conv_infer(oph::InferContext& c, bool transpose) {
   ConvAttrs a = read_conv_attrs(c.attrs(), transpose);
@@ -184,6 +48,12 @@ void conv_infer(oph::InferContext& c, bool transpose) {
     auto b = c.input_shape(2);
     if (b.size() != 1 || (b[0] >= 0 && g.OC >= 0 && b[0] != g.OC))
       fail(a.op + ": B must be 1-D with " + std::to_string(g.OC) + " values, got " + shape_str(b));
+  }
+  if (c.has_input(3) && c.input_rank_known(3)) {  // FusedConv's Z: the output's shape, no broadcasting
+    auto z = c.input_shape(3);
+    bool ok = z.size() == g.out_shape.size();
+    for (size_t i = 0; ok && i < z.size(); ++i) ok = z[i] < 0 || g.out_shape[i] < 0 || z[i] == g.out_shape[i];
+    if (!ok) fail(a.op + ": Z " + shape_str(z) + " must have the output's shape " + shape_str(g.out_shape));
   }
   c.set_output(0, c.input_dtype(0), g.out_shape);
 }
@@ -227,7 +97,9 @@ dnnl::post_ops activation_post_ops(const ConvAttrs& a) {
            std::to_string(p.size()));
   };
   dnnl::post_ops po;
-  if (k == "Relu") need(0), po.append_eltwise(1.0f, alg::eltwise_relu, 0.0f, 0.0f);
+  if (a.sum) po.append_sum(1.0f);  // y = conv(x) + z, before the activation
+  if (k.empty()) need(0);  // no activation (a FusedConv written for its Z or its layouts)
+  else if (k == "Relu") need(0), po.append_eltwise(1.0f, alg::eltwise_relu, 0.0f, 0.0f);
   else if (k == "LeakyRelu") need(1), po.append_eltwise(1.0f, alg::eltwise_relu, p[0], 0.0f);
   else if (k == "Elu") need(1), po.append_eltwise(1.0f, alg::eltwise_elu, p[0], 0.0f);
   else if (k == "Sigmoid") need(0), po.append_eltwise(1.0f, alg::eltwise_logistic, 0.0f, 0.0f);
@@ -250,9 +122,9 @@ dnnl::post_ops activation_post_ops(const ConvAttrs& a) {
 struct Prim {
   ConvGeom g;
   dnnl::primitive prim;
-  memory::desc user_src, user_dst, src_md, dst_md, wei_md, user_wei, bias_md;
-  bool reorder_src = false, reorder_dst = false, has_bias = false;
-  dnnl::reorder src_r, dst_r, wei_r;
+  memory::desc user_src, user_dst, src_md, dst_md, wei_md, user_wei, bias_md, user_z;
+  bool reorder_src = false, reorder_dst = false, has_bias = false, reorder_z = false;
+  dnnl::reorder src_r, dst_r, wei_r, z_r;
   memory wei;  // reordered constant weights (empty when weights are not constant)
   std::string impl;  // oneDNN's implementation name (impl_info_str), e.g. "jit_dw:avx2", "brgconv:avx512_core"
   size_t scratch_bytes = 0, src_bytes = 0, dst_bytes = 0;
@@ -273,6 +145,11 @@ class ConvKernel {
     if (fused) {
       a_.op = "FusedConv";
       a_.activation = init.attrs().get<std::string>("activation");
+      a_.sum = init.num_inputs() > 3 && init.input(3).present;
+      a_.x_blocked = init.attrs().get<int64_t>("x_blocked") != 0;
+      a_.y_blocked = init.attrs().get<int64_t>("y_blocked") != 0;
+      a_.z_blocked = init.attrs().get<int64_t>("z_blocked") != 0;
+      if (a_.z_blocked && !a_.sum) fail("FusedConv: z_blocked is set but input Z is absent");
       if (init.attrs().has("activation_params"))
         a_.activation_params = init.attrs().get<std::vector<float>>("activation_params");
       a_.output_scale = init.attrs().get<float>("output_scale");
@@ -337,19 +214,21 @@ class ConvKernel {
     if (b.present() && (b.ndim() != 1 || b.shape()[0] != p->g.OC))
       fail(op + ": B must have shape [" + std::to_string(p->g.OC) + "], got " + shape_str(b.shape()));
     if (oph::numel(p->g.out_shape) == 0) return;
-    run(*p, x.data(), w.data(), b.present() ? b.data() : nullptr, y.data());
+    void* z = nullptr;
+    if (a_.sum) {
+      oph::TensorRef zt = input(ctx, 3, op);
+      if (!(zt.dtype() == f32) || !std::ranges::equal(zt.shape(), p->g.out_shape))
+        fail(op + ": Z must be float32 of the output's shape " + shape_str(p->g.out_shape) + ", got " +
+             shape_str(zt.shape()));
+      z = zt.data();
+    }
+    run(*p, x.data(), w.data(), b.present() ? b.data() : nullptr, z, y.data());
   }
 
   // Every distinct oneDNN implementation this node has built ("oneDNN jit_dw:avx2"); reference when any is.
   oph::Implementation implementation() {
     std::lock_guard lock(mu_);
-    oph::Implementation out;
-    for (const auto& [key, p] : cache_) {
-      append_distinct(out.name, p->impl);
-      out.reference = out.reference || is_reference_impl(p->impl);
-    }
-    if (!out.name.empty()) out.name = "oneDNN " + out.name;
-    return out;
+    return dnnl_implementation(cache_, "oneDNN ");
   }
 
  private:
@@ -365,8 +244,18 @@ class ConvKernel {
     auto& eng = cpu_engine();
     const tag pt = plain_tag(n);
     memory::dims src_dims = to_dims(xs), dst_dims = to_dims(g.out_shape);
-    p->user_src = memory::desc(src_dims, memory::data_type::f32, pt);
-    p->user_dst = memory::desc(dst_dims, memory::data_type::f32, pt);
+    // Channel-blocked X/Y/Z (nchwc-layout): the block follows from the channel count, as in LayoutReorder.
+    auto user_tag = [&](bool blocked, int64_t channels, const char* what) {
+      if (!blocked) return pt;
+      if (n != 2 || nchwc_block(channels) == 0)
+        fail(a_.op + ": " + what + "_blocked needs 4-D tensors whose channels are a multiple of 8; X is " +
+             shape_str(xs) + ", the output has " + std::to_string(channels) + " channels");
+      return nchwc_tag(channels);
+    };
+    const tag src_tag = user_tag(a_.x_blocked, g.C, "x"), dst_tag = user_tag(a_.y_blocked, g.OC, "y");
+    p->user_src = memory::desc(src_dims, memory::data_type::f32, src_tag);
+    p->user_dst = memory::desc(dst_dims, memory::data_type::f32, dst_tag);
+    p->user_z = memory::desc(dst_dims, memory::data_type::f32, user_tag(a_.z_blocked, g.OC, "z"));
     p->user_wei = onnx_weights_md(g, a_.transpose);
     p->has_bias = bias;
     p->bias_md = memory::desc({g.OC}, memory::data_type::f32, tag::x);
@@ -386,32 +275,39 @@ class ConvKernel {
     // pointwise convs + HardSwish ran 10x slower, MobileNetV3's pointwise + Relu 16->72 ch at 56x56 took 1.4 ms
     // (5 GFLOP/s). With any post-op the blocked-layout jit/brgconv kernels win even with the reorders
     // (mobilenet_v3_small 4.7 -> 3.0 ms, squeezenet1_1 10.5 -> 9.6 ms; others unchanged, AVX-512, 1 thread).
-    const bool slow_gemm_postops = !a_.activation.empty();
+    const bool slow_gemm_postops = !a_.activation.empty() || a_.sum;
     const bool use_any = !a_.transpose && (depthwise || !pointwise || slow_gemm_postops);
     // Candidate activation layouts, best first; the first whose primitive is not a reference implementation
     // wins (a layout tuned for one ISA must never fall back to reference code on another).
-    std::vector<tag> candidates;
+    // (src, dst) pairs. Blocked X or Y: first the layouts they arrive and leave in (no reorder at all), then
+    // blocked on both sides (a plain X reordered in: jit kernels take plain src only for a few channels).
+    std::vector<std::pair<tag, tag>> candidates;
+    if (a_.x_blocked || a_.y_blocked) {
+      candidates.emplace_back(src_tag, dst_tag);
+      if (nchwc_block(g.C) && nchwc_block(g.OC)) candidates.emplace_back(nchwc_tag(g.C), nchwc_tag(g.OC));
+    }
+    auto both = [&](tag t) { candidates.emplace_back(t, t); };
     if (depthwise && n == 2) {
       const int block = dnnl_channel_block();
-      if (g.C % block == 0) candidates.push_back(block == 16 ? tag::aBcd16b : tag::aBcd8b);
+      if (g.C % block == 0) both(block == 16 ? tag::aBcd16b : tag::aBcd8b);
       // Channels that are a multiple of 8 only (BlazeFace's 24) on AVX-512: the AVX2 jit_dw kernel on 8-channel
       // blocks beats channels-last brdgmm_dw with its two full-tensor transposes.
-      if (block == 16 && g.C % 8 == 0 && g.C % 16 != 0) candidates.push_back(tag::aBcd8b);
-      candidates.push_back(tag::acdb);  // channels-last
+      if (block == 16 && g.C % 8 == 0 && g.C % 16 != 0) both(tag::aBcd8b);
+      both(tag::acdb);  // channels-last
     }
-    candidates.push_back(use_any ? tag::any : pt);
-    if (use_any) candidates.push_back(pt);
-    if (!a_.transpose && n == 2 && !use_any) candidates.push_back(tag::any);
+    both(use_any ? tag::any : pt);
+    if (use_any) both(pt);
+    if (!a_.transpose && n == 2 && !use_any) both(tag::any);
     memory::desc wei_any(p->user_wei.dims(), memory::data_type::f32, tag::any);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (!a_.activation.empty()) attr.set_post_ops(activation_post_ops(a_));
+    if (a_.op == "FusedConv") attr.set_post_ops(activation_post_ops(a_));
     std::string first_error;
     bool built = false;
     for (size_t ci = 0; ci < candidates.size(); ++ci) {
-      const tag t = candidates[ci];
+      const auto [st, dt] = candidates[ci];
       const bool last = ci + 1 == candidates.size();
-      memory::desc src_md(src_dims, memory::data_type::f32, t), dst_md(dst_dims, memory::data_type::f32, t);
+      memory::desc src_md(src_dims, memory::data_type::f32, st), dst_md(dst_dims, memory::data_type::f32, dt);
       // One primitive of kind Fwd (convolution_forward or deconvolution_forward); false when it is reference
       // code and another layout remains to try.
       auto try_build = [&]<class Fwd>(std::type_identity<Fwd>, dnnl::algorithm alg) {
@@ -455,6 +351,8 @@ class ConvKernel {
       p->dst_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->dst_md, eng, p->user_dst));
       p->dst_bytes = p->dst_md.get_size();
     }
+    p->reorder_z = a_.sum && p->user_z != p->dst_md;
+    if (p->reorder_z) p->z_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_z, eng, p->dst_md));
     if (p->wei_md != p->user_wei) p->wei_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_wei, eng, p->wei_md));
     if (!const_w_.empty()) {
       // Constant weights: reorder once into the primitive's layout.
@@ -472,10 +370,10 @@ class ConvKernel {
     return p;
   }
 
-  void run(const Prim& p, void* x, void* w, void* b, void* y) const {
+  void run(const Prim& p, void* x, void* w, void* b, void* z, void* y) const {
     auto& eng = cpu_engine();
     thread_local dnnl::stream stream(eng);
-    thread_local Scratch scratch, src_buf, dst_buf, wei_buf;
+    thread_local Scratch scratch, src_buf, dst_buf, wei_buf, z_buf;
     if (threads_ > 0) omp_set_num_threads(threads_);
     memory user_src(p.user_src, eng, x), user_dst(p.user_dst, eng, y);
     memory src = user_src, dst = user_dst;
@@ -484,6 +382,19 @@ class ConvKernel {
       p.src_r.execute(stream, user_src, src);
     }
     if (p.reorder_dst) dst = memory(p.dst_md, eng, dst_buf.get(p.dst_bytes));
+    if (z) {  // the sum post-op adds what dst holds: Z, in dst's layout (Z may share Y's buffer: may_inplace)
+      if (p.reorder_z) {
+        memory user_z(p.user_z, eng, z);
+        if (dst.get_data_handle() != z) {
+          p.z_r.execute(stream, user_z, dst);
+        } else {  // Y over Z, Z in another layout: a reorder cannot run in place
+          memory tmp(p.dst_md, eng, z_buf.get(p.dst_md.get_size()));
+          p.z_r.execute(stream, user_z, tmp);
+          std::memcpy(z, tmp.get_data_handle(), p.dst_md.get_size());
+        }
+      }
+      else if (dst.get_data_handle() != z) std::memcpy(dst.get_data_handle(), z, p.dst_md.get_size());
+    }
     memory wei = p.wei;
     if (!wei) {
       memory user(p.user_wei, eng, w);
@@ -554,13 +465,19 @@ void register_conv(oph::Pack& pack) {
     // Conv + activation, written by the host's conv-activation-fusion pass (never by exporters).
     common(pack.op("com.ophost", "FusedConv")
                .versions(1, OPH_OPSET_MAX)
-               .doc("Conv followed by an ONNX activation (Relu, LeakyRelu, Elu, Sigmoid, Tanh, HardSwish, Clip, "
-                    "HardSigmoid) run as a oneDNN post-op; written by the host's conv-activation-fusion pass")
+               .doc("Conv, plus Z added (conv-add-fusion), then an ONNX activation (Relu, LeakyRelu, Elu, Sigmoid, "
+                    "Tanh, HardSwish, Clip, HardSigmoid; none when empty), as oneDNN post-ops; X, Y, Z "
+                    "channel-blocked where x_blocked/y_blocked/z_blocked (nchwc-layout). Written by the host's passes")
                .flags(OPH_OP_FLAG_ALLOW_FUSION))
-        .required_attr("activation", OPH_ATTR_STRING)
+        .optional_input("Z", "T")
+        .may_inplace(3, 0)
+        .attr("activation", std::string())
         .optional_attr("activation_params", OPH_ATTR_FLOATS)
         .attr("output_scale", 1.0f)
         .attr("output_shift", 0.0f)
+        .attr("x_blocked", int64_t{0})
+        .attr("y_blocked", int64_t{0})
+        .attr("z_blocked", int64_t{0})
         .infer([](oph::InferContext& c) { conv_infer(c, false); })
         .kernel<FusedConvK>();
   }

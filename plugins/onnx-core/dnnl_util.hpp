@@ -40,6 +40,20 @@ inline void append_distinct(std::string& list, const std::string& item) {
   list += (list.empty() ? "" : ", ") + item;
 }
 
+// What a kernel reports as its implementation: `prefix` and every distinct oneDNN implementation name
+// (impl_info_str) of the primitives in `cache` (a map to shared pointers of objects with an `impl` string);
+// reference when any of them is.
+template <class Cache>
+oph::Implementation dnnl_implementation(const Cache& cache, const std::string& prefix) {
+  oph::Implementation out;
+  for (const auto& [key, p] : cache) {
+    append_distinct(out.name, p->impl);
+    out.reference = out.reference || is_reference_impl(p->impl);
+  }
+  if (!out.name.empty()) out.name = prefix + out.name;
+  return out;
+}
+
 // Channel block of the blocked activation layouts (nChw16c / nChw8c) that oneDNN's jit kernels take on the ISA
 // it runs at (after ONEDNN_MAX_CPU_ISA): 16 floats from AVX-512 on, else 8 (AVX2, AVX, SSE4.1).
 inline int dnnl_channel_block() {
@@ -55,6 +69,22 @@ inline int dnnl_channel_block() {
     }
   }();
   return b;
+}
+
+// Channel-blocked activations ("NCHWc"): values the host's nchwc-layout pass marks as blocked (FusedConv's
+// x_blocked/y_blocked/z_blocked, LayoutReorder) are stored as nChw16c or nChw8c in a buffer of the plain tensor's
+// size. The block depends on C alone, so a producer and its consumers always agree: the ISA's block
+// (dnnl_channel_block) when it divides C, else 8 (AVX2-width kernels, which AVX-512 machines run too), else 0
+// (C not a multiple of 8: the value cannot be blocked).
+inline int nchwc_block(int64_t channels) {
+  const int b = dnnl_channel_block();
+  if (channels > 0 && channels % b == 0) return b;
+  if (channels > 0 && channels % 8 == 0) return 8;
+  return 0;
+}
+
+inline dnnl::memory::format_tag nchwc_tag(int64_t channels) {
+  return nchwc_block(channels) == 16 ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c;
 }
 
 // Threads the host's parallel_for actually uses: distinct threads that run chunks of a probe loop (a few

@@ -1,4 +1,5 @@
-// onnx-core: pooling: GlobalAveragePool, GlobalMaxPool, MaxPool (with Indices), AveragePool; 1-3 spatial dims.
+// onnx-core: pooling: GlobalAveragePool, GlobalMaxPool, MaxPool (with Indices), AveragePool; 1-3 spatial dims;
+// com.ophost::BlockedMaxPool, MaxPool on channel-blocked values (the host's nchwc-layout pass writes it).
 #include "common.hpp"
 #include "dnnl_util.hpp"
 
@@ -302,7 +303,8 @@ struct DnnlPool {
   std::string impl;
 };
 
-std::shared_ptr<const DnnlPool> build_dnnl_pool(const PoolAttrs& a, const PoolGeom& g, std::span<const int64_t> x) {
+std::shared_ptr<const DnnlPool> build_dnnl_pool(const PoolAttrs& a, const PoolGeom& g, std::span<const int64_t> x,
+                                                bool blocked = false) {
   using dnnl::memory;
   dnnl::memory::dims strides, kernel, dil, pl, pr;
   for (size_t i = 0; i < g.n; ++i) {
@@ -316,7 +318,8 @@ std::shared_ptr<const DnnlPool> build_dnnl_pool(const PoolAttrs& a, const PoolGe
     pl.push_back(g.pb[i]);
     pr.push_back(r);
   }
-  const auto t = g.n == 1 ? memory::format_tag::ncw : g.n == 2 ? memory::format_tag::nchw : memory::format_tag::ncdhw;
+  auto t = g.n == 1 ? memory::format_tag::ncw : g.n == 2 ? memory::format_tag::nchw : memory::format_tag::ncdhw;
+  if (blocked) t = nchwc_tag(x[1]);  // nChw8c/16c in and out (BlockedMaxPool)
   memory::desc src(memory::dims(x.begin(), x.end()), memory::data_type::f32, t);
   memory::desc dst(memory::dims(g.out_shape.begin(), g.out_shape.end()), memory::data_type::f32, t);
   const auto alg = a.is_max ? dnnl::algorithm::pooling_max
@@ -365,7 +368,10 @@ struct PoolKernel {
   std::mutex mu;
   std::map<std::vector<int64_t>, std::shared_ptr<const DnnlPool>> cache;  // by input shape; null: host loop
 
-  PoolKernel(const oph::KernelInit& init, bool is_max) : a(read_pool_attrs(init.attrs(), is_max)) {}
+  bool blocked = false;  // com.ophost::BlockedMaxPool: X and Y channel-blocked, oneDNN only
+
+  PoolKernel(const oph::KernelInit& init, bool is_max, bool blocked_layout = false)
+      : a(read_pool_attrs(init.attrs(), is_max)), blocked(blocked_layout) {}
 
   oph::Implementation implementation() {
     std::lock_guard lock(mu);
@@ -381,7 +387,7 @@ struct PoolKernel {
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     if (cache.size() > 16) cache.clear();  // dynamic shapes: keep the cache bounded
-    return cache.emplace(key, build_dnnl_pool(a, g, shape)).first->second;
+    return cache.emplace(key, build_dnnl_pool(a, g, shape, blocked)).first->second;
   }
 
   void compute(oph::KernelContext& ctx) {
@@ -390,6 +396,19 @@ struct PoolKernel {
     oph::TensorRef y = ensure_output(ctx, 0, g.out_shape, a.op);
     oph::TensorRef ind = a.is_max && ctx.num_outputs() > 1 ? ensure_output(ctx, 1, g.out_shape, a.op) : oph::TensorRef();
     if (!y.present() && !ind.present()) return;
+    if (blocked) {
+      if (!(x.dtype() == f32) || g.n != 2 || nchwc_block(x.shape()[1]) == 0)
+        fail("BlockedMaxPool: X must be a 4-D float32 tensor whose channels are a multiple of 8, got " +
+             shape_str(x.shape()));
+      if (oph::numel(g.out_shape) == 0) return;
+      auto p = dnnl_for(g, x.shape());
+      if (!p)
+        fail("BlockedMaxPool: oneDNN has no jit kernel for this pooling on blocked layouts (X " + shape_str(x.shape()) +
+                 "); run with --disable-pass nchwc-layout",
+             OPH_CODE_UNIMPLEMENTED);
+      run_dnnl(*p, x.data(), y.data());
+      return;
+    }
     if (x.dtype() == f32 && y.present() && !ind.present() && oph::numel(g.out_shape) > 0) {
       if (auto p = dnnl_for(g, x.shape())) {
         run_dnnl(*p, x.data(), y.data());
@@ -420,6 +439,9 @@ struct PoolKernel {
 };
 struct MaxPoolK : PoolKernel {
   explicit MaxPoolK(const oph::KernelInit& i) : PoolKernel(i, true) {}
+};
+struct BlockedMaxPoolK : PoolKernel {
+  explicit BlockedMaxPoolK(const oph::KernelInit& i) : PoolKernel(i, true, true) {}
 };
 struct AveragePoolK : PoolKernel {
   explicit AveragePoolK(const oph::KernelInit& i) : PoolKernel(i, false) {}
@@ -454,6 +476,23 @@ void register_pool(oph::Pack& pack) {
     add_types(b, "T", kFloat);
     if (v.ints) add_types(b, "T", {i8, u8});
   }
+  // MaxPool (opset 12 attributes, no Indices) on channel-blocked X and Y, written by the host's nchwc-layout pass.
+  pack.op("com.ophost", "BlockedMaxPool")
+      .versions(1, OPH_OPSET_MAX)
+      .doc("MaxPool on channel-blocked (nChw8c/16c) 4-D float32 values, oneDNN; written by the host's nchwc-layout "
+           "pass")
+      .input("X", "T")
+      .output("Y", "T")
+      .types("T", {f32})
+      .attr("auto_pad", std::string("NOTSET"))
+      .attr("ceil_mode", int64_t{0})
+      .optional_attr("dilations", OPH_ATTR_INTS)
+      .required_attr("kernel_shape", OPH_ATTR_INTS)
+      .optional_attr("pads", OPH_ATTR_INTS)
+      .attr("storage_order", int64_t{0})
+      .optional_attr("strides", OPH_ATTR_INTS)
+      .infer([](oph::InferContext& c) { pool_infer(c, true); })
+      .kernel<BlockedMaxPoolK>();
   // AveragePool: 1-6 base; 7-9 + count_include_pad; 10-18 + ceil_mode; 19+ + dilations.
   struct A { int since, until; bool cip, ceil, dil; };
   for (A v : {A{1, 6, false, false, false}, A{7, 9, true, false, false}, A{10, 18, true, true, false},

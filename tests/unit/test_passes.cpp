@@ -501,6 +501,233 @@ TEST(Passes, CustomDomainActivationsAreNeverFusedByName) {
   EXPECT_EQ(fuse_conv_activation(m, yes).changed, 0u);
 }
 
+// ----- conv-add-fusion -----
+
+InferredValue f32_shape(std::vector<int64_t> dims) { return {std::move(dims), DType::kFloat32}; }
+
+const Attribute* attr_of(const Node& n, const std::string& name) {
+  for (const Attribute& a : n.attributes)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+TEST(Passes, ConvAddBecomesFusedConvWithZAndTheReluAfterItFusesToo) {
+  Model m = base_model(13);
+  m.inputs = {vinfo("x", {1, 8, 4, 4})};
+  m.outputs = {vinfo("y"), vinfo("v")};
+  m.initializers.emplace_back("w", ftensor({8, 8, 1, 1}, std::vector<float>(64, 0.5f)));
+  m.initializers.emplace_back("bias", ftensor({1, 8, 1, 1}, std::vector<float>(8, 1.0f)));
+  // c1 + x (a residual, then Relu); c2 + c3 (both Conv outputs: the later Conv takes the other as Z);
+  // c4 + bias (broadcasts: not a Z).
+  m.nodes = {node("Conv", {"x", "w"}, {"c1"}, "conv1"), node("Add", {"c1", "x"}, {"a"}),
+             node("Relu", {"a"}, {"y"}),                 node("Conv", {"x", "w"}, {"c2"}, "conv2"),
+             node("Conv", {"x", "w"}, {"c3"}, "conv3"),  node("Add", {"c2", "c3"}, {"s"}),
+             node("Conv", {"s", "w"}, {"c4"}, "conv4"),  node("Add", {"c4", "bias"}, {"v"})};
+  std::map<std::string, InferredValue> shapes;
+  for (const char* v : {"x", "c1", "a", "y", "c2", "c3", "s", "c4", "v"}) shapes[v] = f32_shape({1, 8, 4, 4});
+  shapes["bias"] = f32_shape({1, 8, 1, 1});
+  PassHooks h = fake_hooks(shapes);
+  h.can_fuse_conv = [](const Model&, const Node&, const Node&) { return true; };
+  PassResult r = fuse_conv_add(m, h);
+  EXPECT_EQ(r.changed, 2u) << r.message;
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{kFusedConv, "Relu", "Conv", kFusedConv, "Conv", "Add"}));
+  EXPECT_EQ(m.nodes[0].inputs, (std::vector<std::string>{"x", "w", "", "x"}));
+  EXPECT_EQ(m.nodes[0].outputs[0], "a");
+  EXPECT_EQ(m.nodes[3].name, "conv3");
+  EXPECT_EQ(m.nodes[3].inputs, (std::vector<std::string>{"x", "w", "", "c2"}));
+  EXPECT_EQ(m.nodes[3].outputs[0], "s");
+
+  EXPECT_EQ(fuse_conv_activation(m, h).changed, 1u);
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{kFusedConv, "Conv", kFusedConv, "Conv", "Add"}));
+  EXPECT_EQ(m.nodes[0].outputs[0], "y");
+  ASSERT_NE(attr_of(m.nodes[0], "activation"), nullptr);
+  EXPECT_EQ(attr_of(m.nodes[0], "activation")->s, "Relu");
+
+  // Without a pack that serves the fused op, or without shapes, nothing changes.
+  Model m2 = base_model(13);
+  m2.nodes = {node("Conv", {"x", "w"}, {"c1"}), node("Add", {"c1", "x"}, {"y"})};
+  m2.initializers.emplace_back("w", ftensor({8, 8, 1, 1}, std::vector<float>(64, 0.5f)));
+  PassHooks no = fake_hooks(shapes);
+  no.can_fuse_conv = [](const Model&, const Node&, const Node&) { return false; };
+  EXPECT_EQ(fuse_conv_add(m2, no).changed, 0u);
+  h.infer_shapes = [](const Model&) { return std::map<std::string, InferredValue>{}; };
+  EXPECT_EQ(fuse_conv_add(m2, h).changed, 0u);
+}
+
+// ----- pad-conv-folding -----
+
+Tensor itensor(std::vector<int64_t> values) {
+  Tensor t(DType::kInt64, {static_cast<int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), t.data_as<int64_t>());
+  return t;
+}
+
+TEST(Passes, ZeroSpatialPadFoldsIntoTheConvsPads) {
+  auto make = [](std::vector<int64_t> pads, float value) {
+    Model m = base_model(13);
+    m.inputs = {vinfo("x", {1, 8, 5, 5})};
+    m.outputs = {vinfo("y")};
+    m.initializers.emplace_back("pads", itensor(std::move(pads)));
+    m.initializers.emplace_back("v", ftensor({}, {value}));
+    m.initializers.emplace_back("w", ftensor({8, 8, 3, 3}, std::vector<float>(576, 0.1f)));
+    Node conv = node("Conv", {"p", "w"}, {"y"}, "conv");
+    Attribute a;
+    a.name = "pads";
+    a.type = OPH_ATTR_INTS;
+    a.ints = {1, 0, 0, 1};
+    conv.attributes.push_back(a);
+    m.nodes = {node("Pad", {"x", "pads", "v"}, {"p"}), conv};
+    return m;
+  };
+  // TF's SAME for stride 2: one row and column at the end.
+  Model m = make({0, 0, 0, 0, 0, 0, 1, 1}, 0.0f);
+  EXPECT_EQ(fold_pad_into_conv(m).changed, 1u);
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{"Conv"}));
+  EXPECT_EQ(m.nodes[0].inputs[0], "x");
+  EXPECT_EQ(attr_of(m.nodes[0], "pads")->ints, (std::vector<int64_t>{1, 0, 1, 2}));
+  // Not zeros, a padded channel axis, cropping: the Pad stays.
+  for (Model other : {make({0, 0, 0, 0, 0, 0, 1, 1}, 1.0f), make({0, 1, 0, 0, 0, 0, 1, 1}, 0.0f),
+                      make({0, 0, -1, 0, 0, 0, 1, 1}, 0.0f)}) {
+    EXPECT_EQ(fold_pad_into_conv(other).changed, 0u);
+    EXPECT_EQ(other.nodes.size(), 2u);
+  }
+}
+
+// ----- nchwc-layout -----
+
+// x [1,3,8,8] -> conv0 (16 ch) -> Relu -> conv1 (16) -> Add(conv1, relu) -> MaxPool; the Add also feeds
+// conv2 (12 ch, never blocked) -> graph output.
+Model nchwc_model() {
+  Model m = base_model(13);
+  m.inputs = {vinfo("x", {1, 3, 8, 8})};
+  m.outputs = {vinfo("p"), vinfo("z")};
+  m.initializers.emplace_back("w0", ftensor({16, 3, 1, 1}, std::vector<float>(48, 0.1f)));
+  m.initializers.emplace_back("w1", ftensor({16, 16, 1, 1}, std::vector<float>(256, 0.1f)));
+  m.initializers.emplace_back("w2", ftensor({12, 16, 1, 1}, std::vector<float>(192, 0.1f)));
+  m.nodes = {node("Conv", {"x", "w0"}, {"c0"}, "conv0"), node("Relu", {"c0"}, {"r"}),
+             node("Conv", {"r", "w1"}, {"c1"}, "conv1"), node("Add", {"c1", "r"}, {"s"}),
+             node("MaxPool", {"s"}, {"p"}),              node("Conv", {"s", "w2"}, {"z"}, "conv2")};
+  return m;
+}
+
+std::map<std::string, InferredValue> nchwc_shapes() {
+  std::map<std::string, InferredValue> s;
+  s["x"] = f32_shape({1, 3, 8, 8});
+  for (const char* v : {"c0", "r", "c1", "s"}) s[v] = f32_shape({1, 16, 8, 8});
+  s["p"] = f32_shape({1, 16, 4, 4});
+  s["z"] = f32_shape({1, 12, 8, 8});
+  return s;
+}
+
+TEST(Passes, NchwcLayoutKeepsChainsBlockedAndReordersAtTheEdges) {
+  Model m = nchwc_model();
+  PassHooks h = fake_hooks(nchwc_shapes());
+  h.can_block_conv = [](const Model&, const Node&) { return true; };
+  PassResult r = assign_nchwc_layout(m, h);
+  EXPECT_EQ(r.changed, 4u) << r.message;  // 3 convolutions, 1 reorder
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{kFusedConv, "Relu", kFusedConv, "Add", kLayoutReorder,
+                                                   "MaxPool", kFusedConv}));
+  EXPECT_EQ(m.opset_imports.at(kFusedDomain), 1);
+  auto flag = [](const Node& n, const char* name) {
+    const Attribute* a = attr_of(n, name);
+    return a && a->type == OPH_ATTR_INT && a->i == 1;
+  };
+  // conv0: plain graph input in, blocked out.
+  EXPECT_FALSE(flag(m.nodes[0], "x_blocked"));
+  EXPECT_TRUE(flag(m.nodes[0], "y_blocked"));
+  // conv1: blocked in and out; Relu and Add run on the blocked values unchanged.
+  EXPECT_TRUE(flag(m.nodes[2], "x_blocked"));
+  EXPECT_TRUE(flag(m.nodes[2], "y_blocked"));
+  EXPECT_EQ(m.nodes[3].inputs, (std::vector<std::string>{"c1", "r"}));
+  // MaxPool reads a plain copy of s; conv2 reads s blocked and writes its 12 channels (and the graph output)
+  // plain.
+  EXPECT_EQ(m.nodes[4].inputs, (std::vector<std::string>{"s"}));
+  EXPECT_EQ(attr_of(m.nodes[4], "to")->s, "plain");
+  EXPECT_EQ(m.nodes[5].inputs[0], m.nodes[4].outputs[0]);
+  EXPECT_EQ(m.nodes[6].inputs[0], "s");
+  EXPECT_TRUE(flag(m.nodes[6], "x_blocked"));
+  EXPECT_FALSE(flag(m.nodes[6], "y_blocked"));
+  EXPECT_EQ(m.nodes[6].outputs[0], "z");
+}
+
+TEST(Passes, NchwcLayoutConcatenatesBlockedChannelsOnlyInWholeBlocksOf16) {
+  // x -> conv a (16 ch), conv b (16 ch or 8 ch) -> Concat(axis 1) -> conv c -> y
+  auto make = [](int64_t b_channels) {
+    Model m = base_model(13);
+    m.inputs = {vinfo("x", {1, 16, 4, 4})};
+    m.outputs = {vinfo("y")};
+    m.initializers.emplace_back("wa", ftensor({16, 16, 1, 1}, std::vector<float>(256, 0.1f)));
+    m.initializers.emplace_back("wb", ftensor({b_channels, 16, 1, 1}, std::vector<float>(16 * b_channels, 0.1f)));
+    m.initializers.emplace_back("wc", ftensor({16, 16 + b_channels, 1, 1}, std::vector<float>(16 * (16 + b_channels), 0.1f)));
+    Node cat = node("Concat", {"a", "b"}, {"k"});
+    Attribute axis;
+    axis.name = "axis";
+    axis.type = OPH_ATTR_INT;
+    axis.i = 1;
+    cat.attributes.push_back(axis);
+    m.nodes = {node("Conv", {"x", "wa"}, {"a"}), node("Conv", {"x", "wb"}, {"b"}), cat, node("Conv", {"k", "wc"}, {"y"})};
+    std::map<std::string, InferredValue> shapes = {{"x", f32_shape({1, 16, 4, 4})}, {"a", f32_shape({1, 16, 4, 4})},
+                                                   {"b", f32_shape({1, b_channels, 4, 4})},
+                                                   {"k", f32_shape({1, 16 + b_channels, 4, 4})},
+                                                   {"y", f32_shape({1, 16, 4, 4})}};
+    return std::make_pair(m, shapes);
+  };
+  for (int64_t bc : {16, 8}) {
+    auto [m, shapes] = make(bc);
+    PassHooks h = fake_hooks(shapes);
+    h.can_block_conv = [](const Model&, const Node&) { return true; };
+    assign_nchwc_layout(m, h);
+    if (bc == 16) {
+      // Both inputs blocked, the Concat unchanged, the last Conv reads its output blocked.
+      EXPECT_EQ(op_types(m), (std::vector<std::string>{kFusedConv, kFusedConv, "Concat", kFusedConv}));
+      EXPECT_NE(attr_of(m.nodes[3], "x_blocked"), nullptr);
+    } else {
+      // 8 channels: not a whole block of 16; everything stays plain.
+      EXPECT_EQ(op_types(m), (std::vector<std::string>{"Conv", "Conv", "Concat", "Conv"}));
+    }
+  }
+}
+
+TEST(Passes, NchwcLayoutRunsMaxPoolBlockedWhereThePackServesIt) {
+  Model m = nchwc_model();
+  m.outputs = {vinfo("q"), vinfo("z")};
+  m.nodes.insert(m.nodes.begin() + 5, node("Relu", {"p"}, {"q"}));  // the pooled value, then a graph output
+  auto shapes = nchwc_shapes();
+  shapes["q"] = shapes["p"];
+  PassHooks h = fake_hooks(shapes);
+  h.can_block_conv = [](const Model&, const Node&) { return true; };
+  h.can_block_op = [](const Model&, const Node&, const char* op) { return std::string(op) == kBlockedMaxPool; };
+  assign_nchwc_layout(m, h);
+  // MaxPool reads s blocked and writes p blocked; the Relu writing the graph output q reads a plain copy of p.
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{kFusedConv, "Relu", kFusedConv, "Add", kBlockedMaxPool,
+                                                   kLayoutReorder, "Relu", kFusedConv}));
+  EXPECT_EQ(m.nodes[4].domain, kFusedDomain);
+  EXPECT_EQ(m.nodes[4].inputs[0], "s");
+  EXPECT_EQ(m.nodes[5].inputs[0], "p");
+  EXPECT_EQ(m.nodes[6].inputs[0], m.nodes[5].outputs[0]);
+}
+
+TEST(Passes, NchwcLayoutNeedsAPackAndNeverBlocksAGraphOutput) {
+  Model m = nchwc_model();
+  PassHooks no = fake_hooks(nchwc_shapes());
+  no.can_block_conv = [](const Model&, const Node&) { return false; };
+  EXPECT_EQ(assign_nchwc_layout(m, no).changed, 0u);
+  EXPECT_EQ(op_types(m), op_types(nchwc_model()));
+
+  // The Add's output is a graph output now: the Add is no longer layout-oblivious, so its inputs are read
+  // plain (conv1 writes plain; r gets a plain copy).
+  Model m2 = nchwc_model();
+  m2.outputs.push_back(vinfo("s"));
+  PassHooks h = fake_hooks(nchwc_shapes());
+  h.can_block_conv = [](const Model&, const Node&) { return true; };
+  assign_nchwc_layout(m2, h);
+  ASSERT_EQ(op_types(m2), (std::vector<std::string>{kFusedConv, "Relu", kFusedConv, kLayoutReorder, "Add",
+                                                    "MaxPool", "Conv"}));
+  EXPECT_TRUE(attr_of(m2.nodes[2], "x_blocked") != nullptr);
+  EXPECT_EQ(attr_of(m2.nodes[2], "y_blocked"), nullptr);
+  EXPECT_EQ(m2.nodes[4].inputs, (std::vector<std::string>{"c1", m2.nodes[3].outputs[0]}));
+}
+
 // ----- the pipeline -----
 
 TEST(Passes, LevelsAndDisabledPasses) {

@@ -142,10 +142,11 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "write a Chrome-trace profile (ONNX Runtime's field names) to FILE.json and print per-op totals")
       ("opt-level", po::value(&opts.opt_level)->default_value(3),
        "graph optimisation level: 0 none, 1 identity/dead-node elimination and constant folding, 2 adds "
-       "Conv+BatchNormalization folding and Conv+activation fusion, 3 (default) adds Conv+Mul/Add folding")
+       "Conv+BatchNormalization folding and Conv+Add/activation fusion, 3 (default) adds Conv+Mul/Add and Pad+Conv "
+       "folding and channel-blocked (NCHWc) layouts between convolutions (off with --dump)")
       ("disable-pass", po::value(&opts.disabled_passes)->composing(),
        "pass not to run (repeatable): identity-elimination, dead-node-elimination, constant-folding, "
-       "conv-bn-folding, conv-activation-fusion, conv-affine-folding")
+       "conv-bn-folding, conv-add-fusion, conv-activation-fusion, conv-affine-folding, pad-conv-folding, nchwc-layout")
       ("max-tensor-bytes", po::value(&opts.max_tensor_bytes)->default_value(opts.max_tensor_bytes),
        "refuse a model whose tensors (initializers, inferred values) would exceed this many bytes")
       ("max-loop-iterations", po::value(&opts.max_loop_iterations)->default_value(opts.max_loop_iterations),

@@ -8,6 +8,7 @@ Writes, for every case, into cases/:
 
   /usr/bin/python3 make_cases.py                 # (re)generate cases/ (deterministic)
   /usr/bin/python3 make_cases.py --check OPHOST  # run every case through `OPHOST run` and compare
+  /usr/bin/python3 make_cases.py --check OPHOST --only conv   # only the cases whose name contains "conv"
 
 Needs numpy and onnx (Debian python3-numpy, python3-onnx).
 """
@@ -338,7 +339,49 @@ def cases():
     mh = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)], producer_name="onnx_core make_cases")
     mh.ir_version = 7
     out.append(("fused_conv_hardswish_chain_opset11", mh, [("X", x)], ref, ("W", "B")))
+    out.append(nchwc_chain_case())
     return out
+
+
+def nchwc_chain_case():
+    """Convolutions the host keeps channel-blocked between them (nchwc-layout) with a residual Add + Relu fused
+    into the Conv (conv-add-fusion): plain input -> blocked, depthwise and pointwise on blocked values, MaxPool
+    reading a plain copy, 24 -> 32 channels (8- and 16-channel blocks on AVX-512), a Conv reading a plain value
+    with a blocked Z, a scalar Mul on a blocked value, and a 12-channel output (never blocked)."""
+    rng = np.random.default_rng(7)
+    def r(*s):
+        return (rng.standard_normal(s) * 0.3).astype(np.float32)
+    x = r(1, 3, 16, 16)
+    w = {"W0": r(24, 3, 3, 3), "B0": r(24), "Wd": r(24, 1, 3, 3), "Wp": r(24, 24, 1, 1), "Bp": r(24),
+         "W2": r(32, 24, 3, 3), "W3": r(32, 24, 1, 1), "W4": r(12, 32, 1, 1)}
+    d = {k: v.astype(np.float64) for k, v in w.items()}
+    relu = lambda v: np.maximum(v, 0)
+    r0 = relu(conv_ref(x.astype(np.float64), d["W0"], d["B0"], [1, 1], [1, 1, 1, 1], [1, 1], 1))
+    d1 = conv_ref(r0, d["Wd"], np.zeros(24), [1, 1], [1, 1, 1, 1], [1, 1], 24)
+    r1 = relu(r0 + conv_ref(d1, d["Wp"], d["Bp"], [1, 1], [0, 0, 0, 0], [1, 1], 1))
+    m1 = r1.reshape(1, 24, 8, 2, 8, 2).max(axis=(3, 5))
+    c2 = conv_ref(r1, d["W2"], np.zeros(32), [2, 2], [1, 1, 1, 1], [1, 1], 1)
+    s2 = c2 + conv_ref(m1, d["W3"], np.zeros(32), [1, 1], [0, 0, 0, 0], [1, 1], 1)
+    ref = conv_ref(s2 * 0.5, d["W4"], np.zeros(12), [1, 1], [0, 0, 0, 0], [1, 1], 1)
+    nodes = [helper.make_node("Conv", ["X", "W0", "B0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "Wd"], ["d1"], group=24, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["d1", "Wp", "Bp"], ["p1"]),
+             helper.make_node("Add", ["r0", "p1"], ["a1"]),
+             helper.make_node("Relu", ["a1"], ["r1"]),
+             helper.make_node("MaxPool", ["r1"], ["m1"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["r1", "W2"], ["c2"], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["m1", "W3"], ["e2"]),
+             helper.make_node("Add", ["c2", "e2"], ["s2"]),
+             helper.make_node("Mul", ["s2", "half"], ["h"]),
+             helper.make_node("Conv", ["h", "W4"], ["y"])]
+    consts = [helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.flatten().tolist()) for k, v in w.items()]
+    consts.append(helper.make_tensor("half", TensorProto.FLOAT, [], [0.5]))
+    g = helper.make_graph(nodes, "nchwc_chain", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], initializer=consts)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
+    m.ir_version = 7
+    return ("nchwc_conv_chain", m, [("X", x)], ref, tuple(w))
 
 
 def write():
@@ -354,8 +397,8 @@ def write():
     print("wrote", len(os.listdir(OUT)), "files to", OUT)
 
 
-def check(ophost):
-    names = sorted(f[:-5] for f in os.listdir(OUT) if f.endswith(".onnx"))
+def check(ophost, only=None):
+    names = sorted(f[:-5] for f in os.listdir(OUT) if f.endswith(".onnx") and (not only or only in f))
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
@@ -385,5 +428,6 @@ def check(ophost):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", metavar="OPHOST", help="run the cases through OPHOST and compare with the references")
+    ap.add_argument("--only", metavar="TEXT", help="with --check: only the cases whose name contains TEXT")
     a = ap.parse_args()
-    sys.exit(check(a.check) if a.check else write())
+    sys.exit(check(a.check, a.only) if a.check else write())
