@@ -559,28 +559,38 @@ void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<Name
     ~Depth() { --d; }
   } nesting(depth);
   bound.assign(input_values.size(), nullptr);
+  const size_t required = input_infos.size();
   for (const NamedTensor& nt : inputs) {
-    auto it = std::find_if(input_infos.begin(), input_infos.end(),
-                           [&](const ValueInfo& v) { return v.name == nt.name; });
-    if (it == input_infos.end()) {
+    auto named = [&](const ValueInfo& v) { return v.name == nt.name; };
+    size_t i = static_cast<size_t>(std::find_if(input_infos.begin(), input_infos.end(), named) - input_infos.begin());
+    if (i == required) {
+      i = required + static_cast<size_t>(std::find_if(overridable_infos.begin(), overridable_infos.end(), named) -
+                                         overridable_infos.begin());
+    }
+    if (i == bound.size()) {
       std::string names;
       for (const ValueInfo& v : input_infos) names += (names.empty() ? "" : ", ") + v.name;
+      for (const ValueInfo& v : overridable_infos)
+        names += (names.empty() ? "" : ", ") + v.name + " (overridable initializer)";
       if (std::find(initializer_inputs.begin(), initializer_inputs.end(), nt.name) != initializer_inputs.end()) {
         throw Error(Code::kInvalidArgument,
-                    "input '" + nt.name + "' is an initializer the model also lists as a graph input (an "
-                    "overridable default since IR 4); ophost uses the model's value as a constant and does not "
-                    "take another one yet: leave it out. The model's inputs are: " + (names.empty() ? "(none)" : names));
+                    "input '" + nt.name + "' is an initializer the model also lists as a graph input; with IR version " +
+                        std::to_string(model.ir_version) +
+                        " (before 4, every initializer had to be listed so) it is a constant, not an overridable "
+                        "default: leave it out, or re-export the model with IR >= 4. The model's inputs are: " +
+                        (names.empty() ? "(none)" : names));
       }
       throw Error(Code::kInvalidArgument, "unknown input '" + nt.name + "'; the model's inputs are: " +
                                               (names.empty() ? std::string("(none)") : names));
     }
-    size_t i = static_cast<size_t>(it - input_infos.begin());
     if (bound[i]) throw Error(Code::kInvalidArgument, "input '" + nt.name + "' given more than once");
     check_input(model.inputs[i], nt.tensor);
     bound[i] = &nt.tensor;
   }
   for (size_t i = 0; i < bound.size(); ++i) {
-    if (!bound[i]) throw Error(Code::kInvalidArgument, "missing input '" + input_infos[i].name + "'");
+    if (bound[i]) continue;
+    if (i >= required) bound[i] = &model.input_defaults[i - required];  // an overridable initializer not fed
+    else throw Error(Code::kInvalidArgument, "missing input '" + input_infos[i].name + "'");
   }
   if (outputs.size() != output_values.size()) {
     outputs.clear();

@@ -52,8 +52,9 @@ size_t resolve_graph(Session::Impl* s, const OpRegistry& registry, const std::ve
     int v = add_value(m.inputs[i].name);
     s->values[v].graph_input = static_cast<int>(i);
     s->input_values.push_back(v);
-    s->input_infos.push_back({m.inputs[i].name, m.inputs[i].dtype,
-                              m.inputs[i].has_shape ? m.inputs[i].shape : std::vector<int64_t>{}});
+    ValueInfo info{m.inputs[i].name, m.inputs[i].dtype,
+                   m.inputs[i].has_shape ? m.inputs[i].shape : std::vector<int64_t>{}};
+    (i < m.required_inputs() ? s->input_infos : s->overridable_infos).push_back(std::move(info));
   }
 
   // Resolve every node.

@@ -141,6 +141,8 @@ struct OPHOST_LOCAL Session::Impl {
   std::vector<PreparedNode> nodes;
   std::vector<std::unique_ptr<ControlFlowKernel>> control_kernels;  // PreparedNode::control points here
   std::vector<ValueInfo> input_infos, output_infos;
+  // Model::inputs[required_inputs..]: overridable initializers, bound to Model::input_defaults when not fed.
+  std::vector<ValueInfo> overridable_infos;
   std::vector<std::string> initializer_inputs;  // Model::initializer_inputs
   std::vector<int> output_values;  // value index of each graph output
   std::vector<int> input_values;   // value index of each graph input

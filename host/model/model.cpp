@@ -340,8 +340,9 @@ void read_graph(const onnx::GraphProto& g, Model& m, bool subgraph, const fs::pa
     defined.insert(t.name());
   }
 
-  // Graph inputs (those with an initializer are overridable defaults, not model inputs).
+  // Graph inputs (those with an initializer: overridable defaults in the main graph from IR 4, constants else).
   std::unordered_set<std::string> input_names;
+  std::vector<ModelValueInfo> overridable;
   for (const auto& vi : g.input()) {
     const bool is_init = initializer_names.count(vi.name()) > 0;
     // A subgraph's inputs may leave their types to the op (Loop's iteration number and condition, for example).
@@ -351,7 +352,35 @@ void read_graph(const onnx::GraphProto& g, Model& m, bool subgraph, const fs::pa
     }
     defined.insert(info.name);
     if (!is_init) m.inputs.push_back(std::move(info));
-    else m.initializer_inputs.push_back(info.name);
+    else if (subgraph || m.ir_version < 4) m.initializer_inputs.push_back(info.name);
+    else overridable.push_back(std::move(info));
+  }
+  // Overridable initializers (IR >= 4, main graph) follow the required inputs, their initializers become their
+  // defaults. A declared type must agree with the initializer's; a missing one is taken from it.
+  for (ModelValueInfo& info : overridable) {
+    auto it = std::find_if(m.initializers.begin(), m.initializers.end(),
+                           [&](const auto& kv) { return kv.first == info.name; });
+    if (it == m.initializers.end()) continue;  // the initializer failed to load (already reported)
+    const Tensor& t = it->second;
+    if (info.dtype == DType::kUndefined) info.dtype = t.dtype();
+    if (info.dtype != t.dtype()) {
+      r.fail(Code::kInvalidArgument, "graph input '" + info.name + "' is declared " + dtype_name(info.dtype) +
+                                         " but its initializer is " + dtype_name(t.dtype()));
+    }
+    if (!info.has_shape) {
+      info.has_shape = true;
+      info.shape.assign(t.shape().begin(), t.shape().end());
+      info.dim_params.assign(info.shape.size(), "");
+    }
+    bool fits = info.shape.size() == t.shape().size();
+    for (size_t k = 0; fits && k < info.shape.size(); ++k) fits = info.shape[k] < 0 || info.shape[k] == t.shape()[k];
+    if (!fits) {
+      r.fail(Code::kInvalidArgument, "graph input '" + info.name + "' is declared " + shape_to_string(info.shape) +
+                                         " but its initializer is " + shape_to_string(t.shape()));
+    }
+    m.input_defaults.push_back(std::move(it->second));
+    m.initializers.erase(it);
+    m.inputs.push_back(std::move(info));
   }
 
   // Nodes.

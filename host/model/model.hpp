@@ -94,9 +94,15 @@ struct Model {
   int64_t ir_version = 0;
   std::map<std::string, int64_t> opset_imports;  // "" for the standard domain
   std::string producer_name, producer_version;
-  std::vector<ModelValueInfo> inputs;  // graph inputs that are not initializers
-  // Graph inputs that also have an initializer (an overridable default since IR 4): ophost uses the initializer
-  // as a constant and does not accept a value for them; kept to say so when a caller feeds one.
+  // Graph inputs a caller may feed. The last input_defaults.size() of them are overridable initializers (ONNX
+  // IR >= 4, main graph: an initializer also listed as a graph input is a default the caller may replace), with
+  // those defaults, in order; the others must be given. As graph inputs they are not constants, so no pass
+  // folds or fuses them, as in ONNX Runtime.
+  std::vector<ModelValueInfo> inputs;
+  std::vector<Tensor> input_defaults;
+  size_t required_inputs() const noexcept { return inputs.size() - input_defaults.size(); }
+  // Graph inputs that also have an initializer but are constants (IR < 4, where every initializer had to be
+  // listed as an input, and subgraphs): kept to say so when a caller feeds one.
   std::vector<std::string> initializer_inputs;
   std::vector<ModelValueInfo> outputs;
   std::vector<ModelValueInfo> value_infos;

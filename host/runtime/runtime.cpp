@@ -174,6 +174,9 @@ Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 const std::vector<ValueInfo>& Session::inputs() const noexcept { return impl_->input_infos; }
 const std::vector<ValueInfo>& Session::outputs() const noexcept { return impl_->output_infos; }
+const std::vector<ValueInfo>& Session::overridable_initializers() const noexcept {
+  return impl_->overridable_infos;
+}
 std::vector<NamedTensor> Session::run(const std::vector<NamedTensor>& inputs) {
   std::vector<NamedTensor> outputs;
   run(inputs, outputs);
@@ -222,15 +225,21 @@ MemoryPlanReport plan_report(const Session::Impl& s, const ExecPlan& p) {
 
 }  // namespace
 
-MemoryPlanReport Session::memory_plan(const std::vector<std::vector<int64_t>>& input_shapes) const {
+MemoryPlanReport Session::memory_plan(const std::vector<std::vector<int64_t>>& given_shapes) const {
+  // Shapes of inputs(), optionally followed by those of overridable_initializers() (else their defaults').
+  const Model& m = impl_->model;
+  std::vector<std::vector<int64_t>> input_shapes = given_shapes;
+  if (input_shapes.size() == m.required_inputs()) {
+    for (const Tensor& t : m.input_defaults) input_shapes.emplace_back(t.shape().begin(), t.shape().end());
+  }
   if (input_shapes.size() != impl_->input_values.size()) {
-    throw Error(Code::kInvalidArgument, "memory_plan: " + std::to_string(input_shapes.size()) + " shapes for " +
-                                            std::to_string(impl_->input_values.size()) + " inputs");
+    throw Error(Code::kInvalidArgument, "memory_plan: " + std::to_string(given_shapes.size()) + " shapes for " +
+                                            std::to_string(m.required_inputs()) + " inputs");
   }
   std::vector<ValueMeta> in_meta;
   for (size_t i = 0; i < input_shapes.size(); ++i) {
     ValueMeta vm;
-    vm.dtype = impl_->input_infos[i].dtype;
+    vm.dtype = m.inputs[i].dtype;
     vm.rank_known = true;
     vm.shape = input_shapes[i];
     in_meta.push_back(std::move(vm));

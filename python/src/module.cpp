@@ -416,7 +416,7 @@ std::string read_file(const fs::path& p) {
 struct PySession {
   std::shared_ptr<Runtime> runtime;
   std::unique_ptr<Session> session;
-  std::vector<NodeArg> inputs, outputs;
+  std::vector<NodeArg> inputs, outputs, overridable;  // overridable: Session::overridable_initializers()
   ModelMeta meta;
   std::vector<std::string> providers;
   py::object sess_options;  // the SessionOptions given (or a default one)
@@ -425,9 +425,11 @@ struct PySession {
   std::string profile_prefix;
   int64_t profiling_start_ns = 0;
 
+  // An input or overridable initializer a run may feed.
   const NodeArg* input(const std::string& name) const {
-    for (const NodeArg& a : inputs)
-      if (a.name == name) return &a;
+    for (const auto* list : {&inputs, &overridable})
+      for (const NodeArg& a : *list)
+        if (a.name == name) return &a;
     return nullptr;
   }
 
@@ -613,6 +615,7 @@ std::unique_ptr<PySession> make_session(py::object path_or_bytes, py::object ses
   s->meta = std::move(facts.meta);
   for (const ValueInfo& v : s->session->inputs()) s->inputs.push_back(node_arg(v, facts));
   for (const ValueInfo& v : s->session->outputs()) s->outputs.push_back(node_arg(v, facts));
+  for (const ValueInfo& v : s->session->overridable_initializers()) s->overridable.push_back(node_arg(v, facts));
   return s;
 }
 
@@ -1184,8 +1187,8 @@ PYBIND11_MODULE(_ophost, m) {
            "As run(), with OrtValues (or arrays) in and OrtValues out.")
       .def("get_inputs", [](const PySession& s) { return s.inputs; }, "The graph inputs (NodeArg), in order.")
       .def("get_outputs", [](const PySession& s) { return s.outputs; }, "The graph outputs (NodeArg), in order.")
-      .def("get_overridable_initializers", [](const PySession&) { return py::list(); },
-           "Always empty: ophost treats initializers as constants.")
+      .def("get_overridable_initializers", [](const PySession& s) { return s.overridable; },
+           "Initializers the graph also lists as inputs (ONNX IR >= 4), which run() may feed by name (NodeArg).")
       .def("get_modelmeta", [](const PySession& s) { return s.meta; }, "The model's metadata (ModelMetadata).")
       .def("get_providers", [](const PySession& s) { return s.providers; },
            "The providers (devices) this session may place nodes on, in preference order.")

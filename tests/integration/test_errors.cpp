@@ -8,6 +8,8 @@
 #include <ophost/error.hpp>
 #include <ophost/runtime.hpp>
 
+#include <functional>
+
 namespace ophost::itest {
 namespace {
 
@@ -389,33 +391,93 @@ TEST_F(RunInputs, ExtraInput) {
   EXPECT_CONTAINS(msg, "x");  // the inputs the model has
 }
 
-// A graph input that also has an initializer (an overridable default since IR 4): feeding it is refused with a
-// message that says what it is (it said "unknown input 'w'; the model's inputs are: " with an empty list).
-TEST(RunInputsWithInitializer, FeedingAnInitializerInputSaysWhatItIs) {
-  TempDir tmp;
-  ModelBuilder b;
+// A graph input that also has an initializer (ONNX IR >= 4): an overridable initializer, listed apart from the
+// required inputs; the model's value is used unless a run feeds one, and no pass folds it into a constant
+// (Relu of an initializer would otherwise be folded at load and the fed value ignored).
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no ophost::Error thrown";
+  return "";
+}
+
+fs::path initializer_input_model(const fs::path& dir, int64_t ir_version) {
+  ModelBuilder b({{"", 13}}, ir_version);
   b.input("w", {2, 3}).output("y", {2, 3});
   auto* init = b.m.mutable_graph()->add_initializer();
   init->set_name("w");
   init->set_data_type(onnx::TensorProto::FLOAT);
   init->add_dims(2);
   init->add_dims(3);
-  for (int i = 0; i < 6; ++i) init->add_float_data(static_cast<float>(i));
+  for (int i = 0; i < 6; ++i) init->add_float_data(static_cast<float>(i) - 2);
   b.node("Relu", {"w"}, {"y"}, "n");
-  fs::path model = b.save(tmp / "m.onnx");
-  auto session = runtime().load(model);
-  try {
-    session->run({{"w", Tensor(DType::kFloat32, {2, 3})}});
-    ADD_FAILURE() << "run accepted a value for an initializer input";
-  } catch (const Error& e) {
-    EXPECT_CONTAINS(e.what(), "input 'w' is an initializer the model also lists as a graph input");
-    EXPECT_CONTAINS(e.what(), "leave it out");
-    EXPECT_CONTAINS(e.what(), "The model's inputs are: (none)");
-  }
-  // Left out, the model's value is used.
+  return b.save(dir / "m.onnx");
+}
+}  // namespace
+
+TEST(RunInputsWithInitializer, OverridableInitializerIsTheDefaultUnlessFed) {
+  TempDir tmp;
+  auto session = runtime().load(initializer_input_model(tmp.path(), 8));
+  EXPECT_TRUE(session->inputs().empty());
+  ASSERT_EQ(session->overridable_initializers().size(), 1u);
+  EXPECT_EQ(session->overridable_initializers()[0].name, "w");
+  EXPECT_EQ(session->overridable_initializers()[0].shape, (std::vector<int64_t>{2, 3}));
+  // Left out: Relu of the model's value (-2 .. 3).
   auto out = session->run({});
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].tensor.data_as<float>()[5], 5.0f);
+  EXPECT_EQ(out[0].tensor.data_as<float>()[0], 0.0f);
+  EXPECT_EQ(out[0].tensor.data_as<float>()[5], 3.0f);
+  // Fed: Relu of the fed value.
+  Tensor w(DType::kFloat32, {2, 3});
+  for (int i = 0; i < 6; ++i) w.data_as<float>()[i] = 10.0f * static_cast<float>(i);
+  out = session->run({{"w", w}});
+  EXPECT_EQ(out[0].tensor.data_as<float>()[5], 50.0f);
+  // And the default again on the next run.
+  out = session->run({});
+  EXPECT_EQ(out[0].tensor.data_as<float>()[5], 3.0f);
+  // Checked like any input.
+  const std::string dup = error_of([&] { session->run({{"w", w}, {"w", w}}); });
+  EXPECT_CONTAINS(dup, "input 'w' given more than once");
+  const std::string wrong = error_of([&] { session->run({{"w", Tensor(DType::kInt64, {2, 3})}}); });
+  EXPECT_CONTAINS(wrong, "'w'");
+  EXPECT_CONTAINS(error_of([&] { session->run({{"v", w}}); }), "w (overridable initializer)");
+}
+
+// The command lists it and takes it with --input like any input.
+TEST(RunInputsWithInitializer, InspectListsItAndRunTakesIt) {
+  TempDir tmp;
+  const fs::path model = initializer_input_model(tmp.path(), 8);
+  ProcResult r = ophost({"inspect", model.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "input  w: float32 [2,3] (overridable initializer");
+  Tensor w(DType::kFloat32, {2, 3});
+  for (int i = 0; i < 6; ++i) w.data_as<float>()[i] = 7.0f;
+  write_npy(tmp / "w.npy", w);
+  r = ophost({"run", model.string(), "--input", "w=" + (tmp / "w.npy").string(), "--output-dir", tmp.path().string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_npy(tmp / "y.npy").data_as<float>()[0], 7.0f);
+  r = ophost({"run", model.string(), "--output-dir", tmp.path().string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_npy(tmp / "y.npy").data_as<float>()[5], 3.0f);
+}
+
+// Before IR 4 every initializer had to be listed as an input: such initializers are constants (as in ONNX
+// Runtime), and feeding one says so.
+TEST(RunInputsWithInitializer, BeforeIr4FeedingAnInitializerSaysItIsAConstant) {
+  TempDir tmp;
+  auto session = runtime().load(initializer_input_model(tmp.path(), 3));
+  EXPECT_TRUE(session->overridable_initializers().empty());
+  const std::string msg = error_of([&] { session->run({{"w", Tensor(DType::kFloat32, {2, 3})}}); });
+  EXPECT_CONTAINS(msg, "input 'w' is an initializer the model also lists as a graph input; with IR version 3");
+  EXPECT_CONTAINS(msg, "leave it out");
+  EXPECT_CONTAINS(msg, "The model's inputs are: (none)");
+  auto out = session->run({});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].tensor.data_as<float>()[5], 3.0f);
 }
 
 TEST_F(RunInputs, DuplicateInput) {

@@ -111,12 +111,13 @@ onnx::ModelProto empty_model() {
   return m;
 }
 
-// x[N,4] + w[4] -> y ; Relu(y) -> z. `w` is also listed as a graph input (an overridable default).
-onnx::ModelProto simple_model() {
+// x[N,4] + w[4] -> y ; Relu(y) -> z. With w_as_input, `w` is also listed as a graph input (an overridable
+// initializer from IR 4).
+onnx::ModelProto simple_model(bool w_as_input = false) {
   onnx::ModelProto m = empty_model();
   auto* g = m.mutable_graph();
   add_input(g, "x");
-  add_input(g, "w", {4});
+  if (w_as_input) add_input(g, "w", {4});
   *g->add_initializer() = float_tensor("w", {4}, {1, 2, 3, 4});
   add_node(g, "Add", {"x", "w"}, {"y"});
   add_node(g, "Relu", {"y"}, {"z"}, "relu");
@@ -164,7 +165,7 @@ std::string error_of(const std::function<void()>& f, Code* code = nullptr) {
 
 TEST(ModelLoad, SimpleModel) {
   TempDir dir;
-  const fs::path file = save(simple_model(), dir.path / "model.onnx");
+  const fs::path file = save(simple_model(true), dir.path / "model.onnx");
   const Model m = ophost::load_model(file);
   EXPECT_EQ(m.path, file);
   EXPECT_EQ(m.ir_version, 9);
@@ -173,7 +174,16 @@ TEST(ModelLoad, SimpleModel) {
   ASSERT_EQ(m.opset_imports.size(), 1u);
   EXPECT_EQ(m.opset_imports.at(""), 17);
 
-  ASSERT_EQ(m.inputs.size(), 1u);  // w has an initializer: not a model input
+  // w has an initializer and is listed as an input (IR 9): an overridable initializer, after the required x,
+  // with the initializer as its default and no longer among the constants.
+  ASSERT_EQ(m.inputs.size(), 2u);
+  EXPECT_EQ(m.required_inputs(), 1u);
+  EXPECT_EQ(m.inputs[1].name, "w");
+  EXPECT_EQ(m.inputs[1].shape, (std::vector<int64_t>{4}));
+  ASSERT_EQ(m.input_defaults.size(), 1u);
+  EXPECT_EQ(m.input_defaults[0].data_as<float>()[3], 4.0f);
+  EXPECT_TRUE(m.initializers.empty());
+  EXPECT_TRUE(m.initializer_inputs.empty());
   EXPECT_EQ(m.inputs[0].name, "x");
   EXPECT_EQ(m.inputs[0].dtype, DType::kFloat32);
   EXPECT_TRUE(m.inputs[0].has_shape);
@@ -185,9 +195,8 @@ TEST(ModelLoad, SimpleModel) {
   ASSERT_EQ(m.value_infos.size(), 1u);
   EXPECT_EQ(m.value_infos[0].name, "y");
 
-  ASSERT_EQ(m.initializers.size(), 1u);
-  EXPECT_EQ(m.initializers[0].first, "w");
-  const Tensor& w = m.initializers[0].second;
+  ASSERT_EQ(m.input_defaults.size(), 1u);  // w's initializer, as the default of the overridable input
+  const Tensor& w = m.input_defaults[0];
   EXPECT_EQ(w.dtype(), DType::kFloat32);
   ASSERT_EQ(w.numel(), 4);
   EXPECT_EQ(w.data_as<float>()[3], 4.f);
@@ -795,6 +804,29 @@ TEST(TensorProtoDecode, RawDataEveryDType) {
     ASSERT_EQ(t.nbytes(), raw.size());
     EXPECT_EQ(std::memcmp(t.data(), raw.data(), raw.size()), 0) << ophost::dtype_name(d);
   }
+}
+
+// Before IR 4 every initializer had to be listed as a graph input: such a model's initializers stay constants.
+TEST(ModelLoad, InitializerInputsBeforeIr4AreConstants) {
+  TempDir dir;
+  onnx::ModelProto p = simple_model(true);
+  p.set_ir_version(3);
+  const Model m = ophost::load_model(save(p, dir.path / "m.onnx"));
+  ASSERT_EQ(m.inputs.size(), 1u);
+  EXPECT_EQ(m.required_inputs(), 1u);
+  ASSERT_EQ(m.initializers.size(), 1u);
+  EXPECT_EQ(m.initializers[0].first, "w");
+  EXPECT_EQ(m.initializer_inputs, std::vector<std::string>{"w"});
+}
+
+// A declared type that disagrees with the initializer is an error naming both.
+TEST(ModelLoad, OverridableInitializerDeclaredWithAnotherShapeIsRefused) {
+  TempDir dir;
+  onnx::ModelProto p = simple_model(true);
+  auto* dims = p.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  dims->mutable_dim(0)->set_dim_value(5);
+  const std::string msg = load_error(p, dir.path);
+  EXPECT_CONTAINS(msg, "graph input 'w' is declared [5] but its initializer is [4]");
 }
 
 TEST(ModelLoad, InitializersOfEveryDTypeThroughAFile) {

@@ -45,6 +45,9 @@ int cmd_inspect(int argc, char** argv) {
   std::cout << "model: " << model << "\n";
   for (const ValueInfo& v : session->inputs())
     std::cout << "input  " << v.name << ": " << dtype_name(v.dtype) << " " << shape_to_string(v.shape) << "\n";
+  for (const ValueInfo& v : session->overridable_initializers())
+    std::cout << "input  " << v.name << ": " << dtype_name(v.dtype) << " " << shape_to_string(v.shape)
+              << " (overridable initializer: the model's value unless --input gives one)\n";
   for (const ValueInfo& v : session->outputs())
     std::cout << "output " << v.name << ": " << dtype_name(v.dtype) << " " << shape_to_string(v.shape) << "\n";
   std::cout << "nodes: " << session->node_count() << " (Constant nodes folded at load not counted)\n";

@@ -207,10 +207,16 @@ class OPHOST_API Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
+  // The graph inputs a run must be given (valid while the session lives).
   const std::vector<ValueInfo>& inputs() const noexcept;
   const std::vector<ValueInfo>& outputs() const noexcept;
+  // Overridable initializers (ONNX IR >= 4: an initializer the main graph also lists as an input, ONNX Runtime's
+  // get_overridable_initializers): a run may feed them by name, else the model's value is used. They are graph
+  // inputs, not constants, so no optimisation folds them. Valid while the session lives.
+  const std::vector<ValueInfo>& overridable_initializers() const noexcept;
 
-  // Runs the model. Every graph input must be given exactly once; outputs are returned in graph order.
+  // Runs the model. Every input of inputs() must be given exactly once, an overridable initializer at most once;
+  // outputs are returned in graph order.
   std::vector<NamedTensor> run(const std::vector<NamedTensor>& inputs);
   // Same, writing into `outputs`: tensors already there with the right dtype and shape are reused (a steady
   // state of static shapes then allocates nothing); others are replaced. Safe to call from several threads.
