@@ -1,5 +1,5 @@
 // The few runtime names the GPU kernels use, for CUDA (nvcc) and HIP (hipcc) alike, so that one kernel source
-// serves both packs. Included only by kernel sources (.cu / .hip), never by the pack's C++ code.
+// serves both packs. Included only by kernel sources (compiled by nvcc or hipcc), never by the pack's C++ code.
 #pragma once
 
 #if defined(__HIPCC__)
