@@ -35,10 +35,16 @@ else()
   endif()
   find_package(CUDAToolkit QUIET)
   if(NOT CUDAToolkit_FOUND)
-    message(STATUS "CUDA skipped: CUDA toolkit not found (looked in CUDAToolkit_ROOT="
-                   "'${CUDAToolkit_ROOT}$ENV{CUDAToolkit_ROOT}', then PATH; install NVIDIA's CUDA toolkit, which "
-                   "is not a Debian package, and pass -DCUDAToolkit_ROOT=<dir>; -DOPHOST_WITH_CUDA=OFF silences "
-                   "this)")
+    if(DEFINED CUDAToolkit_ROOT)
+      set(_ophost_cuda_where "CUDAToolkit_ROOT=${CUDAToolkit_ROOT}")
+    elseif(DEFINED ENV{CUDAToolkit_ROOT})
+      set(_ophost_cuda_where "CUDAToolkit_ROOT=$ENV{CUDAToolkit_ROOT} (environment)")
+    else()
+      set(_ophost_cuda_where "/usr/local/cuda")
+    endif()
+    message(STATUS "CUDA skipped: no CUDA toolkit in ${_ophost_cuda_where} nor nvcc on PATH (NVIDIA's toolkit "
+                   "is not a Debian package: install it and pass -DCUDAToolkit_ROOT=<dir>; "
+                   "-DOPHOST_WITH_CUDA=OFF silences this)")
   else()
     list(APPEND OPHOST_GPU_APIS cuda)
     add_library(ophost_cuda_runtime INTERFACE IMPORTED GLOBAL)
