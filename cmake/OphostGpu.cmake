@@ -16,7 +16,7 @@
 #                            libamdhip64; __HIP_PLATFORM_AMD__ for HIP), one per API found
 #   ophost_gpu_kernels(<var> API <api> SOURCES <src>... [INCLUDE_DIRECTORIES <dir>...])
 #                            compiles kernel sources with the API's compiler; <var> holds the objects
-#   ophost_add_gpu_pack(API <api> KERNELS <src>... <ophost_add_pack arguments>)
+#   ophost_add_gpu_pack(API <api> KERNELS <src>|"<src>;..." <ophost_add_pack arguments>)
 #                            a pack whose kernels <api>'s compiler builds, in one call
 include_guard(GLOBAL)
 
