@@ -53,9 +53,13 @@ cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON
   tail -n 30 "$logs.configure.log"
   exit 1
 }
-grep -E "CUDA (backend|packs)|HIP (backend|packs)" "$logs.configure.log" | sed 's/^-- /    /'
+# cmake/OphostGpu.cmake's line per GPU API: "CUDA: CUDA <version> at <dir> (...)" or "CUDA skipped: <why>".
+grep -E "^-- (CUDA|HIP)( skipped)?: " "$logs.configure.log" | sed 's/^-- /    /'
+# The CUDA parts are built when the configure made their targets (the packs need nvcc, the backend only the
+# toolkit; cmake/OphostGpu.cmake decides).
 cuda_built=1
-grep -q "CUDA packs: nvcc" "$logs.configure.log" || cuda_built=0
+build_targets="$(cmake --build "$build" --target help 2>/dev/null || true)"  # Ninja: "name: phony", make: "... name"
+grep -qE "(^|[ ])ophost_plugin_cuda-core(:|$)" <<<"$build_targets" || cuda_built=0
 targets=(ophost ophost_backend_tests ophost_backend_bench ophost_plugin_cpu ophost_plugin_myops ophost_plugin_onnx-core)
 [ "$cuda_built" = 1 ] && targets+=(ophost_plugin_cuda ophost_plugin_myops-cuda ophost_plugin_cuda-core)
 log "build (${jobs} jobs): ${targets[*]}"

@@ -1,8 +1,9 @@
 // The CUDA device backend: cudaMalloc'd memory (the host pool sits on top), cudaMemcpyAsync copies on
 // non-blocking streams, CUDA events for the profiler. Without a driver or a device it loads and reports
 // itself inactive with the runtime's reason (`ophost plugins -v`). The implementation shared with the HIP
-// backend is gpu_backend_impl.hpp; this file holds what only CUDA knows (device properties).
-#include "gpu_api_cuda.hpp"
+// backend is in devices/gpu/ (gpu_api.hpp, gpu_backend_impl.hpp); this file holds what only CUDA knows
+// (device properties).
+#include "gpu_api.hpp"
 
 #include "gpu_backend_impl.hpp"
 

@@ -1,8 +1,8 @@
 // The HIP (ROCm) device backend: hipMalloc'd memory, hipMemcpyAsync copies on non-blocking streams, HIP
 // events. Without an AMD GPU (or the amdgpu/KFD driver) it loads and reports itself inactive with the
-// runtime's reason. Shares its implementation with the CUDA backend (devices/cuda/gpu_backend_impl.hpp);
-// this file holds what only HIP knows (device properties).
-#include "gpu_api_hip.hpp"
+// runtime's reason. Shares its implementation with the CUDA backend (devices/gpu/: gpu_api.hpp,
+// gpu_backend_impl.hpp); this file holds what only HIP knows (device properties).
+#include "gpu_api.hpp"
 
 #include "gpu_backend_impl.hpp"
 

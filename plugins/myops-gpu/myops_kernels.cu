@@ -1,4 +1,4 @@
-// myops kernels, one source for CUDA (myops_kernels.cu, nvcc) and HIP (myops-hip/myops_kernels.hip, hipcc).
+// myops kernels, one source for CUDA (nvcc, the myops-cuda pack) and HIP (hipcc -x hip, the myops-hip pack).
 // Same semantics as the CPU pack (plugins/myops/myops.cpp):
 //   relu6_scale: y = clamp(x * scale, 0, max_val), NaN kept
 //   gelu:        y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))   (may run in place)

@@ -1,4 +1,4 @@
-// Launchers of the myops GPU kernels (myops_kernels.inc), callable from plain C++: the pack's C++ code
+// Launchers of the myops GPU kernels (myops_kernels.cu), callable from plain C++: the pack's C++ code
 // (myops_gpu.cpp) never sees a runtime header. Each returns "" on success, else the runtime's error text.
 // Launches are asynchronous on `stream` (a cudaStream_t / hipStream_t; NULL = the default stream) on
 // `device`, which is made current first.

@@ -1,6 +1,6 @@
 // myops on a GPU: relu6_scale and gelu, float32, with the semantics of the CPU pack (plugins/myops). The same
 // source builds the CUDA pack (myops-cuda, OPH_GPU_DEVICE "cuda") and the HIP pack (myops-hip, "hip"); the
-// kernels are in myops_kernels.inc. Kernels run asynchronously on the host's stream (ctx.stream()) on the
+// kernels are in myops_kernels.cu. Kernels run asynchronously on the host's stream (ctx.stream()) on the
 // node's device; nothing here synchronizes.
 #include <ophost/ophost_plugin.hpp>
 

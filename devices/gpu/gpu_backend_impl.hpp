@@ -1,8 +1,9 @@
 // One implementation of the oph_device_backend_def for the two GPU runtimes (CUDA and HIP), which have the
 // same programming model. Included once by devices/cuda/cuda_backend.cpp and once by devices/hip/
-// hip_backend.cpp after a small API header (gpu_api_cuda.hpp / gpu_api_hip.hpp) has defined namespace
-// `gpuapi` with the runtime calls, the error type and the device constants. Each backend is still its own
-// shared library linking only its own runtime (libcudart / libamdhip64), never libophost.
+// hip_backend.cpp after gpu_api.hpp has defined namespace `gpuapi` with the runtime calls, the error type and
+// the device constants of the API the backend's target selects (OPH_GPU_API_CUDA / OPH_GPU_API_HIP). Each
+// backend is still its own shared library linking only its own runtime (libcudart / libamdhip64), never
+// libophost.
 //
 // Contract (sdk/include/ophost/ophost_plugin.h, devices/null/README.md):
 //  - enumerate asks the runtime for devices once (cached); with none, or without a driver, it returns OK,
