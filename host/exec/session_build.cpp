@@ -3,6 +3,7 @@
 #include "exec/placement.hpp"
 #include "exec/session_impl.hpp"
 #include "exec/control_flow.hpp"
+#include "isolation/proxy.hpp"
 #include "passes/passes.hpp"
 #include "registry/registry.hpp"
 
@@ -751,7 +752,8 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     }
   }
 
-  // Kernels, created once per node.
+  // Kernels, created once per node (those of isolated packs in their worker process, through proxies).
+  if (s->plugins) s->isolation = isolation::install_isolation(*s->plugins, s->nodes, options);
   for (PreparedNode& pn : s->nodes) {
     if (pn.op->flags & OPH_OP_FLAG_SERIALIZE_COMPUTE) pn.serialize = std::make_unique<std::mutex>();
     if (!pn.op->create_kernel) continue;
