@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,14 +60,28 @@ std::vector<int64_t> Reader::shape() {
 
 namespace {
 
-bool send_all(int fd, const void* p, size_t n) {
-  const auto* b = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t w = ::send(fd, b, n, MSG_NOSIGNAL);
+// Sends the frame's length and payload with one sendmsg (more only when the socket takes part of it).
+bool send_frame(int fd, uint64_t n, std::span<const std::byte> payload) {
+  iovec iov[2] = {{&n, sizeof n}, {const_cast<std::byte*>(payload.data()), payload.size()}};
+  iovec* v = iov;
+  size_t count = 2;
+  while (count > 0) {
+    msghdr msg{};
+    msg.msg_iov = v;
+    msg.msg_iovlen = count;
+    const ssize_t w = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    b += w;
-    n -= static_cast<size_t>(w);
+    if (w < 0) return false;
+    auto left = static_cast<size_t>(w);
+    while (count > 0 && left >= v->iov_len) {
+      left -= v->iov_len;
+      ++v;
+      --count;
+    }
+    if (count > 0) {
+      v->iov_base = static_cast<char*>(v->iov_base) + left;
+      v->iov_len -= left;
+    }
   }
   return true;
 }
@@ -74,51 +89,65 @@ bool send_all(int fd, const void* p, size_t n) {
 // Waits until `fd` is readable or the deadline passes.
 ReadResult wait_readable(int fd, std::chrono::steady_clock::time_point deadline) {
   for (;;) {
-    int timeout = -1;
-    if (deadline != std::chrono::steady_clock::time_point::max()) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-      if (left <= 0) return ReadResult::kTimeout;
-      timeout = static_cast<int>(std::min<int64_t>(left, 1 << 30));
-    }
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return ReadResult::kTimeout;
     pollfd p{fd, POLLIN, 0};
-    int r = ::poll(&p, 1, timeout);
+    const int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return ReadResult::kError;
-    if (r == 0) continue;  // re-check the deadline
-    return ReadResult::kOk;  // readable, or hung up / error: read() says which
+    if (r > 0) return ReadResult::kOk;  // readable, or hung up / error: recv says which
   }
 }
 
-ReadResult recv_all(int fd, void* p, size_t n, std::chrono::steady_clock::time_point deadline) {
-  auto* b = static_cast<char*>(p);
-  while (n > 0) {
-    if (ReadResult w = wait_readable(fd, deadline); w != ReadResult::kOk) return w;
-    ssize_t r = ::recv(fd, b, n, 0);
+// Receives what is there (at least one byte), waiting at most until `deadline`; `got` is the count.
+ReadResult recv_some(int fd, std::byte* p, size_t n, std::chrono::steady_clock::time_point deadline, size_t& got) {
+  const bool bounded = deadline != std::chrono::steady_clock::time_point::max();
+  for (;;) {
+    if (bounded) {
+      if (ReadResult w = wait_readable(fd, deadline); w != ReadResult::kOk) return w;
+    }
+    const ssize_t r = ::recv(fd, p, n, 0);
     if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (r < 0) return errno == ECONNRESET ? ReadResult::kEof : ReadResult::kError;
     if (r == 0) return ReadResult::kEof;
-    b += r;
-    n -= static_cast<size_t>(r);
+    got = static_cast<size_t>(r);
+    return ReadResult::kOk;
   }
-  return ReadResult::kOk;
 }
 
 }  // namespace
 
-bool write_frame(int fd, std::span<const std::byte> payload) {
-  const uint64_t n = payload.size();
-  return send_all(fd, &n, sizeof n) && send_all(fd, payload.data(), payload.size());
-}
+bool write_frame(int fd, std::span<const std::byte> payload) { return send_frame(fd, payload.size(), payload); }
 
+// The peers take turns (a request, then its reply), so nothing ever follows a frame in the socket: one recv into a
+// buffer larger than the length usually brings the whole frame.
 ReadResult read_frame(int fd, std::vector<std::byte>& out, std::chrono::steady_clock::time_point deadline) {
-  uint64_t n = 0;
-  if (ReadResult r = recv_all(fd, &n, sizeof n, deadline); r != ReadResult::kOk) return r;
-  if (n > kMaxFrame) {
-    errno = EMSGSIZE;
+  constexpr size_t kHead = sizeof(uint64_t);
+  out.resize(4096);  // enough for any compute request or reply; a larger frame grows it below
+  size_t have = 0, want = 0;  // want: the whole frame, once its length is known
+  while (want == 0 || have < want) {
+    size_t got = 0;
+    if (ReadResult r = recv_some(fd, out.data() + have, out.size() - have, deadline, got); r != ReadResult::kOk)
+      return r;
+    have += got;
+    if (want == 0 && have >= kHead) {
+      uint64_t n = 0;
+      std::memcpy(&n, out.data(), kHead);
+      if (n > kMaxFrame) {
+        errno = EMSGSIZE;
+        return ReadResult::kError;
+      }
+      want = kHead + n;
+      if (out.size() < want) out.resize(want);
+    }
+  }
+  if (have != want) {  // the peer sent more than one frame: not this protocol
+    errno = EPROTO;
     return ReadResult::kError;
   }
-  out.resize(n);
-  return recv_all(fd, out.data(), n, deadline);
+  std::memmove(out.data(), out.data() + kHead, want - kHead);
+  out.resize(want - kHead);
+  return ReadResult::kOk;
 }
 
 std::string signal_name(int sig) {
