@@ -1,6 +1,7 @@
 // ophost-pack-worker: one isolated operator pack in a process of its own (see worker.hpp).
 #include "isolation/worker.hpp"
 
+#include "exec/abi_calls.hpp"
 #include "exec/thread_pool.hpp"
 #include "isolation/protocol.hpp"
 #include "plugins/manifest.hpp"
@@ -273,18 +274,7 @@ class Worker {
     for (auto& v : ins) in_ptrs.push_back(&v);
     for (auto& v : outs) out_ptrs.push_back(&v);
     for (auto& v : attrs) attr_ptrs.push_back(&v);
-    oph_kernel_create_args a{};
-    a.struct_size = OPH_KERNEL_CREATE_ARGS_STRUCT_SIZE;
-    a.services = host_services();
-    a.op = k->op;
-    a.num_inputs = ins.size();
-    a.inputs = in_ptrs.data();
-    a.num_outputs = outs.size();
-    a.outputs = out_ptrs.data();
-    a.num_attrs = attrs.size();
-    a.attrs = attr_ptrs.data();
-    a.node_name = node.c_str();
-    a.device = {OPH_DL_CPU, 0};
+    const oph_kernel_create_args a = kernel_create_args(k->op, in_ptrs, out_ptrs, attr_ptrs, node.c_str());
     oph_status* st = nullptr;
     if (k->op->create_kernel) {
       try {
@@ -383,16 +373,7 @@ class Worker {
       t.shape = out_shapes[o].data();
       t.data = at(r.u64(), isolation::tensor_bytes(t.dtype, out_shapes[o]));
     }
-    oph_compute_context ctx{};
-    ctx.struct_size = OPH_COMPUTE_CONTEXT_STRUCT_SIZE;
-    ctx.services = host_services();
-    ctx.num_inputs = in_ptrs.size();
-    ctx.inputs = in_ptrs.data();
-    ctx.num_outputs = out_ptrs.size();
-    ctx.outputs = out_ptrs.data();
-    ctx.device = {OPH_DL_CPU, 0};
-    ctx.allocate_output = &Worker::allocate_output;
-    ctx.host_data = &call;
+    const oph_compute_context ctx = cpu_compute_context(in_ptrs, out_ptrs, &Worker::allocate_output, &call);
     oph_status* st = nullptr;
     try {
       st = k.op->compute(k.state, &ctx);
