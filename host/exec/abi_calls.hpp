@@ -1,22 +1,22 @@
 // The argument structs of a kernel's create_kernel and compute calls, filled the same way by every caller in the
-// host (session build, the executor's generic frame, an isolated pack's worker): the struct_size this host
-// writes, the process's services, CPU device 0 unless told otherwise.
+// host (session build, the executor's generic frame, an isolated pack's worker, `ophost pack check`): the
+// struct_size this host writes, the process's services unless told otherwise, CPU device 0 unless told otherwise.
+// The arrays are vectors (or spans) of pointers, kept alive by the caller for the call.
 #pragma once
 
 #include <ophost/ophost_plugin.h>
 #include <ophost/services.hpp>
 
-#include <span>
 
 namespace ophost {
 
-inline oph_kernel_create_args kernel_create_args(const oph_op_def* op, std::span<const oph_value_info* const> inputs,
-                                                 std::span<const oph_value_info* const> outputs,
-                                                 std::span<const oph_attr_value* const> attrs, const char* node_name,
-                                                 oph_device device = {OPH_DL_CPU, 0}) {
+template <class Infos, class Attrs>
+oph_kernel_create_args kernel_create_args(const oph_op_def* op, const Infos& inputs, const Infos& outputs,
+                                          const Attrs& attrs, const char* node_name, oph_device device = {OPH_DL_CPU, 0},
+                                          const oph_host_services* services = host_services()) {
   oph_kernel_create_args a{};
   a.struct_size = OPH_KERNEL_CREATE_ARGS_STRUCT_SIZE;
-  a.services = host_services();
+  a.services = services;
   a.op = op;
   a.num_inputs = inputs.size();
   a.inputs = inputs.data();
@@ -30,13 +30,13 @@ inline oph_kernel_create_args kernel_create_args(const oph_op_def* op, std::span
 }
 
 // A CPU compute call; `allocate_output` serves outputs whose data is NULL, with `host_data` as its context.
-inline oph_compute_context cpu_compute_context(std::span<const oph_tensor* const> inputs,
-                                               std::span<oph_tensor* const> outputs,
-                                               decltype(oph_compute_context::allocate_output) allocate_output,
-                                               void* host_data) {
+template <class Inputs, class Outputs>
+oph_compute_context cpu_compute_context(const Inputs& inputs, const Outputs& outputs,
+                                        decltype(oph_compute_context::allocate_output) allocate_output, void* host_data,
+                                        const oph_host_services* services = host_services()) {
   oph_compute_context c{};
   c.struct_size = OPH_COMPUTE_CONTEXT_STRUCT_SIZE;
-  c.services = host_services();
+  c.services = services;
   c.num_inputs = inputs.size();
   c.inputs = inputs.data();
   c.num_outputs = outputs.size();

@@ -9,6 +9,8 @@
 // finding naming the op and the sample, and the check goes on with the next op.
 #include "pack_check_internal.hpp"
 
+#include "exec/abi_calls.hpp"
+
 #include <ophost/error.hpp>
 #include <ophost/services.hpp>
 
@@ -570,20 +572,10 @@ class OpChecker {
     void* state = nullptr;
     if (op_->create_kernel) {
       stage_(probe, "create_kernel");
-      oph_kernel_create_args ka{};
       std::vector<oph_value_info*> in_info_ptrs = pointers_to(in_infos), out_info_ptrs = pointers_to(out_infos);
       std::vector<oph_attr_value*> attr_ptrs = pointers_to(attrs_);
-      ka.struct_size = OPH_KERNEL_CREATE_ARGS_STRUCT_SIZE;
-      ka.services = check_services();
-      ka.op = op_;
-      ka.num_inputs = in_infos.size();
-      ka.inputs = in_info_ptrs.data();
-      ka.num_outputs = out_infos.size();
-      ka.outputs = out_info_ptrs.data();
-      ka.num_attrs = attrs_.size();
-      ka.attrs = attr_ptrs.data();
-      ka.node_name = "pack_check";
-      ka.device = {OPH_DL_CPU, 0};
+      const oph_kernel_create_args ka = kernel_create_args(op_, in_info_ptrs, out_info_ptrs, attr_ptrs, "pack_check",
+                                                           {OPH_DL_CPU, 0}, check_services());
       if (std::string e = status_error(op_->create_kernel(&ka, &state)); !e.empty()) {
         find(probe, "create_kernel failed after infer accepted the inputs: " + e,
              "reject these inputs in infer (with a message), or accept them in create_kernel", "create_kernel failed");
@@ -617,17 +609,7 @@ class OpChecker {
     }
     std::vector<bool> allocated(r.outputs.size(), false);
     ComputeState cs{&r.outputs, &out_ptrs, &allocated, variant};
-    oph_compute_context cc{};
-    cc.struct_size = OPH_COMPUTE_CONTEXT_STRUCT_SIZE;
-    cc.services = check_services();
-    cc.num_inputs = in_ptrs.size();
-    cc.inputs = in_ptrs.data();
-    cc.num_outputs = out_ptrs.size();
-    cc.outputs = out_ptrs.data();
-    cc.stream = nullptr;
-    cc.device = {OPH_DL_CPU, 0};
-    cc.allocate_output = &check_allocate_output;
-    cc.host_data = &cs;
+    const oph_compute_context cc = cpu_compute_context(in_ptrs, out_ptrs, &check_allocate_output, &cs, check_services());
     stage_(probe, inplace ? "compute, output " + std::to_string(inplace->second) + " in input " +
                                 std::to_string(inplace->first) + "'s buffer (MAY_INPLACE)"
                           : "compute");
