@@ -9,6 +9,7 @@
 //   crash::heap      writes 8 MiB past a 64-byte malloc'd block, then allocates            heap corruption
 //   crash::exit42    std::exit(42)                                                         exit status 42
 //   crash::hang      loops forever                                                         killed at --run-timeout
+//   crash::segv_create  writes through a null pointer in create_kernel (at load)          SIGSEGV
 #include <ophost/ophost_plugin.hpp>
 
 #include <cstdlib>
@@ -52,7 +53,8 @@ void abort_now(const oph::KernelContext&) { std::abort(); }
 // of the small block alone goes to the thread cache unchecked: the corruption would surface later, elsewhere.)
 void heap(const oph::KernelContext& ctx) {
   auto* block = static_cast<char*>(std::malloc(64));
-  std::memset(block, 0x41, 64 + (size_t{8} << 20));
+  volatile size_t past = size_t{8} << 20;  // volatile: the compiler does not warn about what the test is for
+  std::memset(block, 0x41, 64 + past);
   asm volatile("" : : "r"(block) : "memory");  // the stores are observable: the compiler keeps them
   void* more = std::malloc(100 << 10);
   asm volatile("" : : "r"(more) : "memory");
@@ -66,6 +68,14 @@ void exit42(const oph::KernelContext&) { std::exit(42); }
 void hang(const oph::KernelContext&) {
   for (;;) asm volatile("" ::: "memory");
 }
+
+struct SegvAtCreate {
+  explicit SegvAtCreate(const oph::KernelInit&) {
+    volatile int* p = nullptr;
+    *p = 1;
+  }
+  void compute(oph::KernelContext&) {}
+};
 
 }  // namespace
 
@@ -88,4 +98,10 @@ OPH_PACK(pack) {
                           std::pair{"heap", &heap}, std::pair{"exit42", &exit42}, std::pair{"hang", &hang}}) {
     pack.op("crash", name).input("X", "T").output("Y", "T").types("T", {oph::dtypes::f32}).infer(oph::same_as_input(0)).compute(fn);
   }
+  pack.op("crash", "segv_create")
+      .input("X", "T")
+      .output("Y", "T")
+      .types("T", {oph::dtypes::f32})
+      .infer(oph::same_as_input(0))
+      .kernel<SegvAtCreate>();
 }

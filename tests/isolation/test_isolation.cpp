@@ -118,6 +118,56 @@ TEST(Isolation, EachCrashFailsOnlyItsRun) {
   }
 }
 
+TEST(Isolation, CrashInCreateKernelFailsTheLoad) {
+  TempDir tmp;
+  auto rt = runtime();
+  try {
+    rt->load(crash_model(tmp, "segv_create"), isolated());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::kInternal);
+    EXPECT_CONTAINS(e.what(), "pack 'crash' crashed (SIGSEGV) in create_kernel of node 'n_segv_create' (op "
+                              "crash::segv_create)");
+  }
+  auto scale = rt->load(scale_model(tmp), isolated());
+  auto relu = rt->load(unary_model("Relu", "", {{"", 13}}).save(tmp / "relu.onnx"), isolated());
+  expect_still_serving(*scale, *relu);
+}
+
+// The pack's worker processes: children of this process running ophost-pack-worker.
+std::vector<pid_t> worker_pids() {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = read_file(e.path() / "stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || stat.find("(ophost-pack-wor") == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == ::getpid() && state != 'Z') out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+TEST(Isolation, AWorkerKilledBetweenRunsIsStartedAgain) {
+  TempDir tmp;
+  auto rt = runtime();
+  auto scale = rt->load(scale_model(tmp), isolated());
+  auto relu = rt->load(unary_model("Relu", "", {{"", 13}}).save(tmp / "relu.onnx"), isolated());
+  expect_still_serving(*scale, *relu);
+  const std::vector<pid_t> before = worker_pids();
+  ASSERT_FALSE(before.empty()) << "no ophost-pack-worker child found";
+  for (pid_t p : before) ::kill(p, SIGKILL);
+  // Dead (zombies, not reaped yet) before the next request: the host finds them so and starts new ones.
+  for (int i = 0; i < 5000 && !worker_pids().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(worker_pids().empty()) << "SIGKILL did not end the workers";
+  expect_still_serving(*scale, *relu);  // found dead before the request: restarted, kernels created again
+  for (pid_t p : worker_pids()) EXPECT_EQ(std::count(before.begin(), before.end(), p), 0) << "worker " << p;
+}
+
 TEST(Isolation, HangIsKilledAtTheRunTimeout) {
   TempDir tmp;
   auto rt = runtime();
