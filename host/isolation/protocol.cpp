@@ -121,7 +121,8 @@ bool write_frame(int fd, std::span<const std::byte> payload) { return send_frame
 
 // The peers take turns (a request, then its reply), so nothing ever follows a frame in the socket: one recv into a
 // buffer larger than the length usually brings the whole frame.
-ReadResult read_frame(int fd, std::vector<std::byte>& out, std::chrono::steady_clock::time_point deadline) {
+ReadResult read_frame(int fd, std::vector<std::byte>& out, std::chrono::steady_clock::time_point deadline,
+                      uint64_t max_bytes) {
   constexpr size_t kHead = sizeof(uint64_t);
   out.resize(4096);  // enough for any compute request or reply; a larger frame grows it below
   size_t have = 0, want = 0;  // want: the whole frame, once its length is known
@@ -133,7 +134,7 @@ ReadResult read_frame(int fd, std::vector<std::byte>& out, std::chrono::steady_c
     if (want == 0 && have >= kHead) {
       uint64_t n = 0;
       std::memcpy(&n, out.data(), kHead);
-      if (n > kMaxFrame) {
+      if (n > max_bytes) {
         errno = EMSGSIZE;
         return ReadResult::kError;
       }

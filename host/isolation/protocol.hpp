@@ -37,8 +37,10 @@ enum class Place : uint32_t { kAbsent = 0, kShm = 1, kConstant = 2, kRunTime = 3
 // The worker's fixed descriptors (set up by the host's posix_spawn file actions).
 constexpr int kSocketFd = 3;
 constexpr int kShmFd = 4;
-// Largest frame either side accepts (a create request carries its constants inline).
+// Largest frame the worker accepts (a create request carries its constants inline), and the largest reply the
+// host accepts (a status, shapes, an implementation name: a worker that says more is not believed).
 constexpr uint64_t kMaxFrame = uint64_t{1} << 34;
+constexpr uint64_t kMaxReply = uint64_t{1} << 24;
 // Alignment of every tensor in the shared region.
 constexpr size_t kShmAlign = 64;
 
@@ -105,9 +107,11 @@ class Reader {
 bool write_frame(int fd, std::span<const std::byte> payload);
 
 enum class ReadResult { kOk, kEof, kTimeout, kError };
-// Reads one frame into `out`, waiting at most until `deadline` (time_point::max(): no limit).
+// Reads one frame of at most `max_bytes` into `out`, waiting at most until `deadline` (time_point::max(): no
+// limit); a longer one is kError (EMSGSIZE).
 ReadResult read_frame(int fd, std::vector<std::byte>& out,
-                      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+                      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+                      uint64_t max_bytes = kMaxFrame);
 
 // "SIGSEGV" for 11 (sigabbrev_np), "signal N" for one without a name.
 std::string signal_name(int sig);

@@ -84,8 +84,11 @@ void PackWorker::spawn() {
     throw Error(Code::kNotFound, prefix + "the worker executable " + exe.string() + " is missing (" +
                                      std::strerror(errno) + "); it is installed with libophost");
   if (memfd_ < 0) {
-    memfd_ = ::memfd_create(("ophost-isolate-" + pack_).c_str(), MFD_CLOEXEC);
-    if (memfd_ < 0) throw Error(Code::kInternal, prefix + "memfd_create: " + std::strerror(errno));
+    // Sealed against shrinking (and further seals): a worker that truncated the region under the host's mapping
+    // would make the host's next access a SIGBUS.
+    memfd_ = ::memfd_create(("ophost-isolate-" + pack_).c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (memfd_ < 0 || ::fcntl(memfd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) != 0)
+      throw Error(Code::kInternal, prefix + "memfd_create: " + std::strerror(errno));
   }
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
@@ -135,7 +138,7 @@ void PackWorker::spawn() {
   ++generation_;
   // The worker's hello: the pack loaded (or why not).
   std::vector<std::byte> hello;
-  const auto got = read_frame(socket_, hello, std::chrono::steady_clock::now() + kStartTimeout);
+  const auto got = read_frame(socket_, hello, std::chrono::steady_clock::now() + kStartTimeout, kMaxReply);
   if (got != ReadResult::kOk) {
     const std::string how = reap(got == ReadResult::kTimeout);
     throw Error(Code::kInternal, prefix + "its worker process ended while loading the pack (" + how + ")");
@@ -172,7 +175,8 @@ std::vector<std::byte> PackWorker::call(const Writer& request, const std::string
   const std::string restart = "; the pack runs in a worker process (--isolate-packs), so the host keeps serving "
                               "and the next call starts a new worker";
   std::vector<std::byte> reply;
-  ReadResult got = write_frame(socket_, request.bytes()) ? read_frame(socket_, reply, deadline) : ReadResult::kEof;
+  ReadResult got =
+      write_frame(socket_, request.bytes()) ? read_frame(socket_, reply, deadline, kMaxReply) : ReadResult::kEof;
   if (got == ReadResult::kOk) return reply;
   if (got == ReadResult::kTimeout) {
     const pid_t pid = pid_;
@@ -182,7 +186,14 @@ std::vector<std::byte> PackWorker::call(const Writer& request, const std::string
                     std::to_string(timeout_ms) + " ms (SessionOptions::run_timeout_ms, ophost --run-timeout): its "
                     "worker process " + std::to_string(pid) + " was killed" + restart);
   }
-  const std::string how = reap(got == ReadResult::kError);
+  if (got == ReadResult::kError) {  // a reply too long or not a frame: the worker is not trusted any further
+    const int err = errno;
+    const pid_t pid = pid_;
+    reap(true);
+    throw Error(Code::kInternal, "pack '" + pack_ + "' sent a malformed reply in " + what + " (" + std::strerror(err) +
+                                     "): its worker process " + std::to_string(pid) + " was killed" + restart);
+  }
+  const std::string how = reap(false);
   throw Error(Code::kInternal, "pack '" + pack_ + "' crashed (" + how + ") in " + what + restart);
 }
 

@@ -10,11 +10,15 @@
 //   crash::exit42    std::exit(42)                                                         exit status 42
 //   crash::hang      loops forever                                                         killed at --run-timeout
 //   crash::segv_create  writes through a null pointer in create_kernel (at load)          SIGSEGV
+//   crash::shrink    y = x, then truncates the worker's shared region (descriptor 4) to 0 bytes: the host must not
+//                    fault reading y from its mapping (the region is sealed against shrinking)
 #include <ophost/ophost_plugin.hpp>
 
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include <unistd.h>
 
 namespace oph = ophost::sdk;
 
@@ -65,6 +69,13 @@ void heap(const oph::KernelContext& ctx) {
 
 void exit42(const oph::KernelContext&) { std::exit(42); }
 
+void shrink(const oph::KernelContext& ctx) {
+  oph::In<float> x = ctx.input<float>(0);
+  oph::Out<float> y = ctx.output<float>(0);
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i];
+  [[maybe_unused]] int rc = ::ftruncate(4, 0);  // after the output is written: the host reads it next
+}
+
 void hang(const oph::KernelContext&) {
   for (;;) asm volatile("" ::: "memory");
 }
@@ -95,7 +106,8 @@ OPH_PACK(pack) {
       .infer([](oph::InferContext& c) { c.set_output(0, c.input_dtype(0), {OPH_DIM_UNKNOWN}); })
       .compute(positive);
   for (auto [name, fn] : {std::pair{"fail", &fail}, std::pair{"segv", &segv}, std::pair{"abort", &abort_now},
-                          std::pair{"heap", &heap}, std::pair{"exit42", &exit42}, std::pair{"hang", &hang}}) {
+                          std::pair{"heap", &heap}, std::pair{"exit42", &exit42}, std::pair{"hang", &hang},
+                          std::pair{"shrink", &shrink}}) {
     pack.op("crash", name).input("X", "T").output("Y", "T").types("T", {oph::dtypes::f32}).infer(oph::same_as_input(0)).compute(fn);
   }
   pack.op("crash", "segv_create")

@@ -201,6 +201,14 @@ TEST(Isolation, KernelErrorsPassThroughAndTheWorkerStays) {
   expect_still_serving(*scale, *relu);
 }
 
+TEST(Isolation, AWorkerCannotShrinkTheSharedRegionUnderTheHost) {
+  TempDir tmp;
+  auto rt = runtime();
+  auto shrink = rt->load(crash_model(tmp, "shrink"), isolated());
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(values(shrink->run(inputs()).at(0).tensor), values(inputs().at(0).tensor));
+}
+
 TEST(Isolation, OutputsKnownOnlyWhileRunning) {
   TempDir tmp;
   auto rt = runtime();
