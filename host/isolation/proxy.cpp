@@ -188,7 +188,7 @@ size_t write_compute(ProxyKernel& k, const oph_compute_context* ctx) {
     k.out_offset[o] = used;
     used += align_up(checked_bytes(*t, k.what + ": output " + std::to_string(o)));
   }
-  std::byte* shm = w.shm(used);
+  std::byte* shm = w.shm(std::max<size_t>(used, 1));  // mapped even when every tensor is empty: data is never NULL
   Writer& r = k.request;
   r.clear();
   r.u32(static_cast<uint32_t>(Request::kCompute));
