@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -324,21 +325,30 @@ const char* proxy_impl(void* state, bool* is_reference) noexcept {
 
 std::unique_ptr<IsolatedPacks> install_isolation(const PluginSet& plugins, std::vector<PreparedNode>& nodes,
                                                  const SessionOptions& options) {
-  if (options.isolate_packs.empty()) return nullptr;
+  // The administrator's list ($OPHOST_ISOLATE_PACKS, comma-separated) adds to the session's.
+  std::vector<std::string> requested = options.isolate_packs;
+  if (const char* env = std::getenv("OPHOST_ISOLATE_PACKS"); env && *env) {
+    for (std::string_view rest = env; !rest.empty();) {
+      const size_t comma = std::min(rest.find(','), rest.size());
+      if (comma > 0) requested.emplace_back(rest.substr(0, comma));
+      rest.remove_prefix(std::min(comma + 1, rest.size()));
+    }
+  }
+  if (requested.empty()) return nullptr;
   std::vector<std::string> loaded;
   for (const auto& p : plugins.loaded())
     if (p->kind() == "operator-pack") loaded.push_back(p->name());
   bool all = false;
   std::set<std::string> names;
-  for (const std::string& n : options.isolate_packs) {
+  for (const std::string& n : requested) {
     if (n == "*") {
       all = true;
     } else if (std::find(loaded.begin(), loaded.end(), n) == loaded.end()) {
       std::string list;
       for (const auto& l : loaded) list += (list.empty() ? "" : ", ") + l;
-      throw Error(Code::kInvalidArgument, "isolate_packs (--isolate-packs) names '" + n + "', which is not a loaded "
-                                          "operator pack; the loaded packs are: " + (list.empty() ? "none" : list) +
-                                          " ('*' isolates them all)");
+      throw Error(Code::kInvalidArgument, "isolate_packs (--isolate-packs, $OPHOST_ISOLATE_PACKS) names '" + n +
+                                              "', which is not a loaded operator pack; the loaded packs are: " +
+                                              (list.empty() ? "none" : list) + " ('*' isolates them all)");
     }
     names.insert(n);
   }

@@ -51,7 +51,8 @@ class IsolatedPacks {
 };
 
 // Replaces the op definition of every node of an isolated pack by its proxy (before the kernels are created).
-// Returns null when options.isolate_packs is empty. Throws Error(kInvalidArgument) for a name that is no loaded
+// The packs are options.isolate_packs and those $OPHOST_ISOLATE_PACKS names (comma-separated; "*" = every loaded
+// operator pack). Returns null when both are empty. Throws Error(kInvalidArgument) for a name that is no loaded
 // operator pack (listing those that are), and for an isolated node placed on another device than the CPU.
 std::unique_ptr<IsolatedPacks> install_isolation(const PluginSet& plugins, std::vector<PreparedNode>& nodes,
                                                  const SessionOptions& options);

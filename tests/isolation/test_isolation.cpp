@@ -308,6 +308,12 @@ TEST(Isolation, CommandLine) {
   ProcResult iso = ophost(args({"run", segv.string(), "--random", "--isolate-packs", "crash"}));
   EXPECT_CLEAN_FAILURE(iso);
   EXPECT_CONTAINS(iso.err, "pack 'crash' crashed (SIGSEGV) in node 'n_segv' (op crash::segv)");
+  // The administrator's list in the environment isolates the pack without the option.
+  RunOptions env;
+  env.env["OPHOST_ISOLATE_PACKS"] = "crash";
+  ProcResult by_env = ophost(args({"run", segv.string(), "--random"}), env);
+  EXPECT_CLEAN_FAILURE(by_env);
+  EXPECT_CONTAINS(by_env.err, "pack 'crash' crashed (SIGSEGV) in node 'n_segv' (op crash::segv)");
   ProcResult good = ophost(args({"run", scale_model(tmp).string(), "--random", "--isolate-packs", "myops,crash"}));
   EXPECT_EQ(good.exit_code, 0) << good.describe();
   ProcResult unknown = ophost(args({"run", segv.string(), "--random", "--isolate-packs", "crash,nosuch"}));

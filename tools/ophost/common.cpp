@@ -157,7 +157,8 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "P1,P2,...: run the kernels of these operator packs in a worker process of their own ('*' = every loaded "
        "pack), so a crash, abort or exit() in one fails only that run, naming pack, node and op, and the next run "
        "starts a new worker; a kernel still running past --run-timeout is killed. Costs a copy of each input and "
-       "output and a round trip per node (docs/benchmarks.md); CPU kernels of numeric tensors only (repeatable)")
+       "output and a round trip per node (docs/benchmarks.md); CPU kernels of numeric tensors only (repeatable; "
+       "$OPHOST_ISOLATE_PACKS adds to it)")
       ("log-level", po::value(&opts.log_level),
        "trace, debug, info, warn, error or off (default: $OPHOST_LOG_LEVEL or warn)");
 }
