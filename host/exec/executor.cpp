@@ -10,6 +10,7 @@
 //    dependency order. If/Loop/Scan bodies are sessions of their own and run through the same loop.
 // Over 600 lines on purpose: the frames, the node loop templated over them and the run entry points share
 // file-local types (RunState, PlannedFrame, GenericFrame) that would otherwise need a header of their own.
+#include "exec/abi_calls.hpp"
 #include "exec/memory_plan.hpp"
 #include "exec/parallel.hpp"
 #include "exec/run_hooks.hpp"
@@ -219,16 +220,7 @@ struct GenericFrame {
       out_ptrs[o] = &st.out_views[o];
     }
     st.out_values = &pn.outputs;
-    ctx = oph_compute_context{};
-    ctx.struct_size = OPH_COMPUTE_CONTEXT_STRUCT_SIZE;
-    ctx.services = host_services();
-    ctx.num_inputs = in_ptrs.size();
-    ctx.inputs = in_ptrs.data();
-    ctx.num_outputs = out_ptrs.size();
-    ctx.outputs = out_ptrs.data();
-    ctx.device = {OPH_DL_CPU, 0};
-    ctx.allocate_output = &allocate_output_cb;
-    ctx.host_data = &st;
+    ctx = cpu_compute_context(in_ptrs, out_ptrs, &allocate_output_cb, &st);
     return &ctx;
   }
 

@@ -1,10 +1,12 @@
 // Session construction: graph passes -> resolve -> validate (arity, attributes, types) -> infer -> create kernels.
 // The node checks against op schemas are in node_schema.cpp, shape inference in shape_infer.cpp.
+#include "exec/abi_calls.hpp"
 #include "exec/session_build.hpp"
 #include "exec/parallel.hpp"
 #include "exec/placement.hpp"
 #include "exec/session_impl.hpp"
 #include "exec/control_flow.hpp"
+#include "exec/isolation_proxy.hpp"
 #include "passes/passes.hpp"
 #include "registry/registry.hpp"
 
@@ -447,7 +449,8 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     }
   }
 
-  // Kernels, created once per node.
+  // Kernels, created once per node (those of isolated packs in their worker process, through proxies).
+  if (s->plugins) s->isolation = isolation::install_isolation(*s->plugins, s->nodes, options);
   for (PreparedNode& pn : s->nodes) {
     if (pn.op->flags & OPH_OP_FLAG_SERIALIZE_COMPUTE) pn.serialize = std::make_unique<std::mutex>();
     if (!pn.op->create_kernel) continue;
@@ -474,18 +477,11 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     }
     std::vector<const oph_value_info*> in_ptrs, out_ptrs;
     std::vector<const oph_attr_value*> attr_ptrs;
-    oph_kernel_create_args a{};
-    a.struct_size = OPH_KERNEL_CREATE_ARGS_STRUCT_SIZE;
-    a.services = host_services();
-    a.op = pn.op;
-    a.num_inputs = ins.size();
-    a.inputs = pointers_to(ins, in_ptrs);
-    a.num_outputs = outs.size();
-    a.outputs = pointers_to(outs, out_ptrs);
-    a.num_attrs = pn.attrs.values.size();
-    a.attrs = pointers_to(pn.attrs.values, attr_ptrs);
-    a.node_name = pn.node->name.c_str();
-    a.device = {pn.dl_type, 0};
+    pointers_to(ins, in_ptrs);
+    pointers_to(outs, out_ptrs);
+    pointers_to(pn.attrs.values, attr_ptrs);
+    const oph_kernel_create_args a =
+        kernel_create_args(pn.op, in_ptrs, out_ptrs, attr_ptrs, pn.node->name.c_str(), {pn.dl_type, 0});
     throw_if_error(guarded_create_kernel(pn, &a, &pn.state), pn.label + ": create_kernel failed");
   }
   // Bodies were built by the static shape inference above; the registry is not theirs to keep.

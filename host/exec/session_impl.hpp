@@ -26,6 +26,9 @@ namespace ophost {
 class OpRegistry;
 struct OpEntry;
 class ControlFlowKernel;
+namespace isolation {
+class IsolatedPacks;
+}
 
 // What is known about one value before running: its dtype and (possibly partial) shape.
 struct ValueMeta {
@@ -158,6 +161,7 @@ struct OPHOST_LOCAL Session::Impl {
   std::string dump_dir;         // SessionOptions::dump_dir (run_hooks.hpp; set for the outermost session only)
   bool debug_kernels = false;   // SessionOptions::debug_kernels (run_hooks.hpp)
   std::unique_ptr<InterOpPool> inter_op;  // parallel mode only
+  std::unique_ptr<isolation::IsolatedPacks> isolation;  // SessionOptions::isolate_packs (isolation/proxy.hpp)
 
   // Profiling: one event per node run (appended after each run).
   struct ProfileEvent {

@@ -320,13 +320,14 @@ SessionOptions session_options(const PySessionOptions* so, const std::vector<std
     else if (k == "ophost.max_loop_iterations") s.max_loop_iterations = static_cast<int64_t>(parse_u64(k, v));
     else if (k == "ophost.max_subgraph_depth") s.max_subgraph_depth = static_cast<int>(parse_u64(k, v));
     else if (k == "ophost.devices") s.devices = split(v, ",");
+    else if (k == "ophost.isolate_packs") s.isolate_packs = split(v, ",");
     else if (std::find(runtime_keys.begin(), runtime_keys.end(), k) == runtime_keys.end()) {
       invalid("unknown session config entry '" + k +
               "'; ophost's are ophost.mem_limit, ophost.mem_pool_size, ophost.check_numerics, ophost.dump_dir, "
               "ophost.debug_kernels, "
               "ophost.disabled_passes, ophost.max_tensor_bytes, ophost.max_fold_bytes, ophost.max_loop_iterations, "
-              "ophost.max_subgraph_depth, ophost.devices, ophost.disabled_plugins, ophost.allow_op_override, "
-              "ophost.insecure_plugin_paths");
+              "ophost.max_subgraph_depth, ophost.devices, ophost.isolate_packs, ophost.disabled_plugins, "
+              "ophost.allow_op_override, ophost.insecure_plugin_paths");
     }
   }
   return s;
@@ -968,7 +969,8 @@ PYBIND11_MODULE(_ophost, m) {
           "value of each run as .npy plus index.json, compared by `ophost diff`), debug_kernels (0/1: poisoned "
           "outputs, unwritten elements and writes into inputs reported), disabled_passes "
           "(comma-separated pass names), max_tensor_bytes, max_fold_bytes, max_loop_iterations, "
-          "max_subgraph_depth, devices (comma-separated), disabled_plugins (globs), allow_op_override (0/1), "
+          "max_subgraph_depth, devices (comma-separated), isolate_packs (comma-separated pack names or '*': their "
+          "kernels run in a worker process, see docs/security.md), disabled_plugins (globs), allow_op_override (0/1), "
           "insecure_plugin_paths (0/1). onnxruntime's keys are accepted and ignored.")
       .def(
           "get_session_config_entry",

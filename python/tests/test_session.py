@@ -208,6 +208,17 @@ def test_dump_and_debug_kernels_config_entries(mixed_x, tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "dump" / out["file"]), y)
 
 
+def test_isolate_packs_config_entry(mixed_small, mixed_x):
+    (ref,) = mixed_small.run(None, {"x": mixed_x})
+    so = ophost.SessionOptions()
+    so.add_session_config_entry("ophost.isolate_packs", "myops,onnx-core")
+    (y,) = ophost.InferenceSession(str(MODELS / "mixed_small.onnx"), so).run(None, {"x": mixed_x})
+    np.testing.assert_array_equal(y, ref)  # the same bits, computed in the packs' worker processes
+    so.add_session_config_entry("ophost.isolate_packs", "nosuch")
+    with pytest.raises(ophost.InvalidArgument, match="'nosuch', which is not a loaded operator pack"):
+        ophost.InferenceSession(str(MODELS / "mixed_small.onnx"), so)
+
+
 def test_host_errors_carry_the_host_message():
     so = ophost.SessionOptions()
     so.add_session_config_entry("ophost.disabled_plugins", "myops")

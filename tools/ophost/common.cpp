@@ -129,7 +129,7 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "with the newest semantics the packs know (a warning says so); without it such a model is refused at load")
       ("run-timeout", po::value(&opts.run_timeout_ms)->default_value(0),
        "milliseconds one run may take (0 = no limit); checked before every node and Loop/Scan iteration, so a "
-       "kernel already running finishes first")
+       "kernel already running finishes first (a kernel of an --isolate-packs pack is killed at the deadline)")
       ("device", po::value(&opts.device),
        "device preference list, e.g. cuda,cpu: each node runs on the first device with a kernel for it; Copy "
        "nodes are inserted at device boundaries (default: cpu). A listed device without a usable backend is an "
@@ -154,6 +154,12 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
       ("max-fold-bytes", po::value(&opts.max_fold_bytes)->default_value(opts.max_fold_bytes),
        "bytes of new constants constant folding may create beyond the model's own initializers; a model that "
        "would need more is refused at load")
+      ("isolate-packs", po::value(&opts.isolate_packs)->composing(),
+       "P1,P2,...: run the kernels of these operator packs in a worker process of their own ('*' = every loaded "
+       "pack), so a crash, abort or exit() in one fails only that run, naming pack, node and op, and the next run "
+       "starts a new worker; a kernel still running past --run-timeout is killed. Costs a copy of each input and "
+       "output and a round trip per node (docs/benchmarks.md); CPU kernels of numeric tensors only (repeatable; "
+       "$OPHOST_ISOLATE_PACKS adds to it)")
       ("log-level", po::value(&opts.log_level),
        "trace, debug, info, warn, error or off (default: $OPHOST_LOG_LEVEL or warn)");
 }
@@ -213,6 +219,14 @@ SessionOptions session_options(const CommonOptions& opts) {
   s.disabled_passes = opts.disabled_passes;
   s.max_tensor_bytes = opts.max_tensor_bytes;
   s.max_fold_bytes = opts.max_fold_bytes;
+  for (const std::string& list : opts.isolate_packs) {
+    for (size_t pos = 0; pos <= list.size();) {
+      const size_t comma = std::min(list.find(',', pos), list.size());
+      if (comma == pos) throw po::error("--isolate-packs: empty pack name in '" + list + "'");
+      s.isolate_packs.push_back(list.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+  }
   if (opts.max_loop_iterations < 0) throw po::error("--max-loop-iterations must be >= 0");
   s.max_loop_iterations = opts.max_loop_iterations;
   return s;

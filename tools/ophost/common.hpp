@@ -33,6 +33,7 @@ struct CommonOptions {
   uint64_t max_tensor_bytes = SessionOptions{}.max_tensor_bytes;  // --max-tensor-bytes
   int64_t max_loop_iterations = SessionOptions{}.max_loop_iterations;  // --max-loop-iterations
   uint64_t max_fold_bytes = SessionOptions{}.max_fold_bytes;      // --max-fold-bytes
+  std::vector<std::string> isolate_packs;  // --isolate-packs P1,P2 (repeatable)
 };
 
 // Adds the options every model command shares (plugins, threads, memory, devices, passes, load limits, logging).

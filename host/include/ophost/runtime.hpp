@@ -105,7 +105,8 @@ struct SessionOptions {
   int64_t max_loop_iterations = int64_t{1} << 20;
   // Wall-clock budget of one run in milliseconds (0 = none): checked before every node and every Loop/Scan
   // iteration, bodies included; a run past it fails with Code::kDeadlineExceeded naming the node it stopped
-  // before. A kernel already running is not interrupted.
+  // before. A kernel already running is not interrupted, unless its pack is isolated (isolate_packs): then its
+  // worker process is killed at the deadline.
   int64_t run_timeout_ms = 0;
   // Checks every floating-point graph input before a run and every node's floating-point outputs after it
   // runs: a NaN or infinity is an error naming the node, the value and the first offending element.
@@ -132,6 +133,14 @@ struct SessionOptions {
   // elimination, constant folding; 2 adds Conv+BatchNormalization folding and Conv+activation fusion; 3 adds
   // Conv+per-channel Mul/Add folding. Each pass logs what it changed at info level.
   int opt_level = 3;
+  // Operator packs whose kernels run in a worker process of their own (`ophost run --isolate-packs`; "*" = every
+  // loaded operator pack; docs/security.md): a crash, abort, exit() or heap corruption in such a pack fails only
+  // the run in progress ("pack 'P' crashed (SIGSEGV) in node 'N' (op D::O)"), a kernel still running past
+  // run_timeout_ms is killed, and the next run starts a new worker. Tensors cross through shared memory (one copy
+  // in, one copy out per node); CPU kernels of numeric tensors only. A name that is not a loaded operator pack is
+  // an error at load. $OPHOST_ISOLATE_PACKS (comma-separated, set by an administrator) adds to this list. Both
+  // empty (the default): every pack runs in the host's process, at no cost.
+  std::vector<std::string> isolate_packs;
   // Pass names not to run even when the level enables them (e.g. "constant-folding"); an unknown name is an
   // error at load.
   std::vector<std::string> disabled_passes;
