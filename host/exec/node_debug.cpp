@@ -130,7 +130,7 @@ std::string node_created_by(const PreparedNode& pn) {
     std::string by;
     auto add = [&](const char* pass) { by += (by.empty() ? "" : ", ") + std::string(pass); };
     if (n.inputs.size() > 3 && !n.inputs[3].empty()) add("conv-add-fusion");
-    if (has({"activation"})) add("conv-activation-fusion");
+    if (has({"activation", "output_min", "output_max"})) add("conv-activation-fusion");
     if (has({"output_scale", "output_shift"})) add("conv-affine-folding");
     if (has({"x_blocked", "y_blocked", "z_blocked"})) add("nchwc-layout");
     return by;

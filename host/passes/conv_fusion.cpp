@@ -10,7 +10,8 @@
 //                          PassHooks::can_fuse_conv says a pack serves it
 //  conv-activation-fusion  Conv (or such a FusedConv) -> activation becomes com.ophost::FusedConv(activation,
 //                          activation_params) where PassHooks::can_fuse_conv says a pack serves it
-//                          (OPH_OP_FLAG_ALLOW_FUSION).
+//                          (OPH_OP_FLAG_ALLOW_FUSION); scalar Mul/Div/Add/Sub after it fold into
+//                          output_scale/output_shift, then scalar Max/Min into output_min/output_max.
 // New weights are new initializers (fresh names); the old ones are dropped by dead-node-elimination when
 // nothing else reads them.
 #include "passes/graph_util.hpp"
@@ -369,6 +370,59 @@ size_t fold_fused_output_affine(Model& m, const PassHooks& hooks, std::set<size_
   return folded;
 }
 
+// A FusedConv's output clamped by scalar constants, Max(y, lo) and/or Min(y, hi) (TensorFlow exports write a
+// lower bound after LeakyRelu this way): folded into the FusedConv as output_min / output_max, applied last,
+// y = clamp(act(conv) * s + b, lo, hi) (a oneDNN clip post-op), so the Conv's output stays in its layout
+// (nchwc-layout keeps the blocked region going through it). The affine is folded first, so a Mul/Add after a
+// Max stays a node. Stops where the bounds would cross (Max after Min with lo > hi is no clamp). Returns the
+// number of nodes folded.
+size_t fold_fused_output_clamp(Model& m, const PassHooks& hooks, std::set<size_t>& removed) {
+  size_t folded = 0;
+  Uses uses(m);
+  for (size_t ci = 0; ci < m.nodes.size(); ++ci) {
+    if (removed.count(ci)) continue;
+    Node& conv = m.nodes[ci];
+    if (conv.domain != kFusedDomain || conv.op_type != kFusedConv || conv.outputs.size() != 1) continue;
+    float lo = -FLT_MAX, hi = FLT_MAX;
+    if (const Attribute* a = find_attr(conv, "output_min")) lo = a->f;
+    if (const Attribute* a = find_attr(conv, "output_max")) hi = a->f;
+    size_t here = 0;
+    for (;;) {
+      const std::string y = conv.outputs[0];
+      if (uses.readers(y) != 1 || uses.is_output(y)) break;
+      const size_t ni = static_cast<size_t>(uses.consumers.at(y)[0]);
+      if (removed.count(ni)) break;
+      const Node& next = m.nodes[ni];
+      const bool is_max = standard_binary(next, "Max"), is_min = standard_binary(next, "Min");
+      if (!is_max && !is_min) break;
+      const std::string c_name = other_input(next, y);
+      auto c = c_name.empty() ? std::nullopt : scalar_const(m, c_name);
+      if (!c || std::isnan(*c)) break;
+      if (const Tensor* t = find_initializer(m, c_name); t->shape().size() > 4) break;
+      const float new_lo = is_max ? std::max(lo, *c) : lo, new_hi = is_min ? std::min(hi, *c) : hi;
+      if (new_lo > new_hi) break;
+      if (!hooks.can_fuse_conv || !hooks.can_fuse_conv(m, conv, next)) break;
+      lo = new_lo;
+      hi = new_hi;
+      conv.outputs[0] = next.outputs[0];
+      removed.insert(ni);
+      ++here;
+      uses = Uses(m);
+    }
+    if (!here) continue;
+    std::erase_if(conv.attributes, [](const Attribute& a) { return a.name == "output_min" || a.name == "output_max"; });
+    for (auto [name, v] : {std::pair<const char*, float>{"output_min", lo}, {"output_max", hi}}) {
+      Attribute a;
+      a.name = name;
+      a.type = OPH_ATTR_FLOAT;
+      a.f = v;
+      conv.attributes.push_back(a);
+    }
+    folded += here;
+  }
+  return folded;
+}
+
 }  // namespace
 
 PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
@@ -459,6 +513,8 @@ PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
   erase_nodes(m, removed);
   const size_t affine = fold_fused_output_affine(m, hooks, removed);
   erase_nodes(m, removed);
+  const size_t clamp = fold_fused_output_clamp(m, hooks, removed);
+  erase_nodes(m, removed);
   r.message = std::to_string(r.changed) + " activations fused into Conv";
 
   std::string detail;
@@ -467,6 +523,10 @@ PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
   if (affine) {
     r.changed += affine;
     r.message += "; " + std::to_string(affine) + " scalar Mul/Div/Add/Sub after them folded into the output scale/shift";
+  }
+  if (clamp) {
+    r.changed += clamp;
+    r.message += "; " + std::to_string(clamp) + " scalar Max/Min after them folded into the output bounds";
   }
   return r;
 }

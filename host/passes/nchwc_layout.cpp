@@ -78,10 +78,14 @@ struct Layout {
     if (std::any_of(d.begin(), d.end(), [](int64_t x) { return x < 0; })) return nullptr;
     return &d;
   }
-  // A float32 value of a known 4-D shape whose channels allow the blocked layout.
+  // A float32 4-D value whose channel count is known and allows the blocked layout. The batch and spatial
+  // dimensions may be unknown (a model exported with a dynamic batch): the kernels take the layout from the
+  // channel count alone and the rest from the shapes they run on.
   bool blockable(const std::string& v) const {
-    const auto* s = known_shape(v);
-    return s && s->size() == 4 && (*s)[1] % 8 == 0 && (*s)[1] > 0;
+    auto it = shapes.find(v);
+    if (it == shapes.end() || it->second.dtype != DType::kFloat32) return false;
+    const auto& d = it->second.dims;
+    return d.size() == 4 && d[1] > 0 && d[1] % 8 == 0;
   }
   // A value of one element (broadcasts to any shape without reordering).
   bool scalar(const std::string& v) const {
@@ -120,7 +124,7 @@ struct Layout {
     if (is_oblivious_unary(n)) {
       for (size_t k = 1; k < n.inputs.size(); ++k)  // Clip's min/max
         if (!n.inputs[k].empty() && !scalar(n.inputs[k])) return false;
-      return blockable(n.inputs[0]) && same_shape(n.inputs[0], n.outputs[0]);
+      return blockable(n.inputs[0]);  // an elementwise unary op: the output has the input's shape
     }
     if (is_channel_concat(n)) {
       auto fits = [&](const std::string& v) {
@@ -131,8 +135,10 @@ struct Layout {
     }
     if (!is_oblivious_binary(n)) return false;
     const std::string &a = n.inputs[0], &b = n.inputs[1];
-    if (blockable(a) && same_shape(a, n.outputs[0]) && (scalar(b) || same_shape(a, b))) return true;
-    return blockable(b) && same_shape(b, n.outputs[0]) && scalar(a);
+    // With a scalar operand (at most rank 4, one element) the output has the tensor operand's shape; two
+    // tensors must have the same fully known shape (no broadcasting).
+    if (blockable(a) && (scalar(b) || (same_shape(a, b) && same_shape(a, n.outputs[0])))) return true;
+    return blockable(b) && scalar(a);
   }
   // Whether `reader` takes value v (its input k) blocked.
   bool takes_blocked(const Node& reader, size_t k) const {

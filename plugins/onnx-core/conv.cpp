@@ -116,6 +116,8 @@ dnnl::post_ops activation_post_ops(const ConvAttrs& a) {
   }
   if (a.output_scale != 1.0f || a.output_shift != 0.0f)
     po.append_eltwise(1.0f, alg::eltwise_linear, a.output_scale, a.output_shift);
+  if (a.output_min != -FLT_MAX || a.output_max != FLT_MAX)
+    po.append_eltwise(1.0f, alg::eltwise_clip, a.output_min, a.output_max);
   return po;
 }
 
@@ -154,6 +156,11 @@ class ConvKernel {
         a_.activation_params = init.attrs().get<std::vector<float>>("activation_params");
       a_.output_scale = init.attrs().get<float>("output_scale");
       a_.output_shift = init.attrs().get<float>("output_shift");
+      a_.output_min = init.attrs().get<float>("output_min");
+      a_.output_max = init.attrs().get<float>("output_max");
+      if (!(a_.output_min <= a_.output_max))
+        fail("FusedConv: output_min " + std::to_string(a_.output_min) + " must be <= output_max " +
+             std::to_string(a_.output_max));
       activation_post_ops(a_);  // an unsupported activation fails here, at load
     }
     threads_ = dnnl_threads();
@@ -466,7 +473,8 @@ void register_conv(oph::Pack& pack) {
     common(pack.op("com.ophost", "FusedConv")
                .versions(1, OPH_OPSET_MAX)
                .doc("Conv, plus Z added (conv-add-fusion), then an ONNX activation (Relu, LeakyRelu, Elu, Sigmoid, "
-                    "Tanh, HardSwish, Clip, HardSigmoid; none when empty), as oneDNN post-ops; X, Y, Z "
+                    "Tanh, HardSwish, Clip, HardSigmoid; none when empty), then y * output_scale + output_shift clamped to "
+                    "[output_min, output_max], as oneDNN post-ops; X, Y, Z "
                     "channel-blocked where x_blocked/y_blocked/z_blocked (nchwc-layout). Written by the host's passes")
                .flags(OPH_OP_FLAG_ALLOW_FUSION))
         .optional_input("Z", "T")
@@ -475,6 +483,8 @@ void register_conv(oph::Pack& pack) {
         .optional_attr("activation_params", OPH_ATTR_FLOATS)
         .attr("output_scale", 1.0f)
         .attr("output_shift", 0.0f)
+        .attr("output_min", -FLT_MAX)
+        .attr("output_max", FLT_MAX)
         .attr("x_blocked", int64_t{0})
         .attr("y_blocked", int64_t{0})
         .attr("z_blocked", int64_t{0})

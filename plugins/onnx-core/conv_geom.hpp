@@ -5,6 +5,7 @@
 #include "common.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct ConvAttrs {
   std::vector<float> activation_params;
   // FusedConv: y = act(conv(x)) * output_scale + output_shift (a scalar affine the pass folded in).
   float output_scale = 1.0f, output_shift = 0.0f;
+  // FusedConv: then clamped to [output_min, output_max] (scalar Max/Min the pass folded in).
+  float output_min = -FLT_MAX, output_max = FLT_MAX;
   // FusedConv: y = act(conv(x) + z) (input Z, conv-add-fusion); X, Y, Z stored channel-blocked (nchwc-layout).
   bool sum = false, x_blocked = false, y_blocked = false, z_blocked = false;
 };

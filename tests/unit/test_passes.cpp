@@ -487,6 +487,53 @@ TEST(Passes, HardSwishWrittenOutAndTheScalarAffineAfterItFuseIntoTheConv) {
   EXPECT_EQ(fuse_conv_activation(m3, no).changed, 0u);
 }
 
+// Conv -> LeakyRelu -> Max(y, -0.4) (TensorFlow's lower bound, the zoo's embedding_model) -> Min(y, hi): the
+// bounds fold into the FusedConv; a Min below the Max's bound (no clamp) and a Max with a tensor stay nodes.
+Model clamp_chain_model(float hi, bool tensor_bound = false) {
+  Model m = base_model(13);
+  m.inputs = {vinfo("x", {1, 1, 3, 3})};
+  m.outputs = {vinfo("y")};
+  m.initializers.emplace_back("w", ftensor({1, 1, 1, 1}, {2}));
+  m.initializers.emplace_back("lo", tensor_bound ? ftensor({2}, {-0.4f, -0.3f}) : ftensor({1, 1, 1, 1}, {-0.4f}));
+  m.initializers.emplace_back("hi", ftensor({}, {hi}));
+  Node act = node("LeakyRelu", {"c"}, {"a"});
+  Attribute alpha;
+  alpha.name = "alpha";
+  alpha.type = OPH_ATTR_FLOAT;
+  alpha.f = 0.2f;
+  act.attributes.push_back(alpha);
+  m.nodes = {node("Conv", {"x", "w"}, {"c"}, "conv"), act, node("Max", {"a", "lo"}, {"b"}),
+             node("Min", {"hi", "b"}, {"y"})};
+  return m;
+}
+
+TEST(Passes, ScalarMaxAndMinAfterAFusedConvFoldIntoItsOutputBounds) {
+  PassHooks yes;
+  yes.can_fuse_conv = [](const Model&, const Node&, const Node&) { return true; };
+  Model m = clamp_chain_model(6.0f);
+  PassResult r = fuse_conv_activation(m, yes);
+  EXPECT_EQ(r.changed, 3u) << r.message;
+  EXPECT_NE(r.message.find("2 scalar Max/Min after them folded into the output bounds"), std::string::npos) << r.message;
+  ASSERT_EQ(m.nodes.size(), 1u);
+  std::map<std::string, const Attribute*> at;
+  for (const Attribute& a : m.nodes[0].attributes) at[a.name] = &a;
+  ASSERT_TRUE(at.count("output_min") && at.count("output_max"));
+  EXPECT_FLOAT_EQ(at["output_min"]->f, -0.4f);
+  EXPECT_FLOAT_EQ(at["output_max"]->f, 6.0f);
+  EXPECT_EQ(m.nodes[0].outputs[0], "y");
+
+  // Min(Max(y, -0.4), -1) is -1 everywhere, not a clamp to [-0.4, -1]: the Min stays a node.
+  Model crossed = clamp_chain_model(-1.0f);
+  EXPECT_EQ(fuse_conv_activation(crossed, yes).changed, 2u);
+  ASSERT_EQ(crossed.nodes.size(), 2u);
+  EXPECT_EQ(crossed.nodes[1].op_type, "Min");
+
+  // A per-element bound is not a scalar: LeakyRelu fuses, Max and Min stay.
+  Model tensor_bound = clamp_chain_model(6.0f, true);
+  EXPECT_EQ(fuse_conv_activation(tensor_bound, yes).changed, 1u);
+  EXPECT_EQ(tensor_bound.nodes.size(), 3u);
+}
+
 TEST(Passes, CustomDomainActivationsAreNeverFusedByName) {
   Model m = base_model(13);
   m.opset_imports["myops"] = 1;
@@ -648,6 +695,30 @@ TEST(Passes, NchwcLayoutKeepsChainsBlockedAndReordersAtTheEdges) {
   EXPECT_TRUE(flag(m.nodes[6], "x_blocked"));
   EXPECT_FALSE(flag(m.nodes[6], "y_blocked"));
   EXPECT_EQ(m.nodes[6].outputs[0], "z");
+}
+
+// The same graph exported with a dynamic batch and spatial size (the zoo's embedding_model: [?,76,32,1]): the
+// channel counts alone decide what stays blocked; the Add of two tensors whose shapes are not known to match
+// reads plain copies.
+TEST(Passes, NchwcLayoutBlocksValuesOfUnknownBatchAndSpatialSize) {
+  Model m = nchwc_model();
+  std::map<std::string, InferredValue> shapes = nchwc_shapes();
+  for (auto& [name, v] : shapes) v.dims[0] = v.dims[2] = v.dims[3] = -1;
+  PassHooks h = fake_hooks(shapes);
+  h.can_block_conv = [](const Model&, const Node&) { return true; };
+  PassResult r = assign_nchwc_layout(m, h);
+  EXPECT_EQ(r.changed, 3u) << r.message;  // conv0 and conv1 blocked, 1 reorder
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{kFusedConv, "Relu", kFusedConv, kLayoutReorder, "Add",
+                                                   "MaxPool", "Conv"}));
+  auto flag = [](const Node& n, const char* name) {
+    const Attribute* a = attr_of(n, name);
+    return a && a->type == OPH_ATTR_INT && a->i == 1;
+  };
+  EXPECT_TRUE(flag(m.nodes[0], "y_blocked"));  // conv0 -> Relu -> conv1 stay blocked
+  EXPECT_TRUE(flag(m.nodes[2], "x_blocked"));
+  EXPECT_FALSE(flag(m.nodes[2], "y_blocked"));  // its only reader, the Add, does not take it blocked
+  EXPECT_EQ(m.nodes[3].inputs, (std::vector<std::string>{"r"}));
+  EXPECT_EQ(m.nodes[4].inputs, (std::vector<std::string>{"c1", m.nodes[3].outputs[0]}));
 }
 
 TEST(Passes, NchwcLayoutConcatenatesBlockedChannelsOnlyInWholeBlocksOf16) {
