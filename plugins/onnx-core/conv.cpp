@@ -126,6 +126,10 @@ struct Prim {
   dnnl::primitive prim;
   memory::desc user_src, user_dst, src_md, dst_md, wei_md, user_wei, bias_md, user_z;
   bool reorder_src = false, reorder_dst = false, has_bias = false, reorder_z = false;
+  // Padding done by the reorder of X (see try_prepadded): src_md is the padded tensor, X goes into src_sub
+  // (its interior) and the border is zero.
+  bool prepad = false;
+  memory::desc src_sub;
   dnnl::reorder src_r, dst_r, wei_r, z_r;
   memory wei;  // reordered constant weights (empty when weights are not constant)
   std::string impl;  // oneDNN's implementation name (impl_info_str), e.g. "jit_dw:avx2", "brgconv:avx512_core"
@@ -348,10 +352,19 @@ class ConvKernel {
       fail(a_.op + ": oneDNN cannot build this convolution (X " + shape_str(xs) + ", W " + shape_str(wshape) +
                "): " + first_error,
            OPH_CODE_UNIMPLEMENTED);
-    p->reorder_src = p->src_md != p->user_src;
+    // A dilated convolution with padding on AVX2: oneDNN's jit:avx2 kernel takes no padding wider than the
+    // kernel (M-LSD's 3x3, dilation 5, pads 5), so it ran im2col + sgemm (x64:gemm:jit), 1.8x slower than the
+    // jit kernel on the same tensor padded beforehand. Pad in the reorder of X instead, when that gives a jit
+    // kernel.
+    bool dilated = false, padded = false;
+    for (size_t i = 0; i < n; ++i) dilated = dilated || g.d[i] > 1, padded = padded || g.pb[i] || g.pe[i];
+    if (!a_.transpose && n == 2 && dilated && padded && nchwc_block(g.C) &&
+        (p->impl.find("gemm") != std::string::npos || is_reference_impl(p->impl)))
+      try_prepadded(*p, src_dims, dst_dims, wei_any, strides, dil, attr, bias);
+    p->reorder_src = p->prepad || p->src_md != p->user_src;
     p->reorder_dst = p->dst_md != p->user_dst;
     if (p->reorder_src) {
-      p->src_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_src, eng, p->src_md));
+      p->src_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_src, eng, p->prepad ? p->src_sub : p->src_md));
       p->src_bytes = p->src_md.get_size();
     }
     if (p->reorder_dst) {
@@ -377,6 +390,43 @@ class ConvKernel {
     return p;
   }
 
+  // The convolution on X padded beforehand (zero pads in the primitive), X and Y channel-blocked; kept when
+  // oneDNN has a jit kernel (not gemm, not reference code) for it.
+  void try_prepadded(Prim& p, const memory::dims& src_dims, const memory::dims& dst_dims, const memory::desc& wei_any,
+                     const memory::dims& strides, const memory::dims& dil, const dnnl::primitive_attr& attr,
+                     bool bias) const {
+    const ConvGeom& g = p.g;
+    memory::dims padded_dims = src_dims, offsets(src_dims.size(), 0), zeros(g.nsp, 0);
+    for (size_t i = 0; i < g.nsp; ++i) {
+      padded_dims[2 + i] += g.pb[i] + g.pe[i];
+      offsets[2 + i] = g.pb[i];
+    }
+    const tag t = nchwc_tag(g.C);
+    memory::desc src_md(padded_dims, memory::data_type::f32, t),
+        dst_md(dst_dims, memory::data_type::f32, nchwc_tag(g.OC));
+    try {
+      auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                      dnnl::algorithm::convolution_direct, src_md, wei_any, p.bias_md,
+                                                      dst_md, strides, dil, zeros, zeros)
+                    : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                      dnnl::algorithm::convolution_direct, src_md, wei_any, dst_md,
+                                                      strides, dil, zeros, zeros);
+      dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
+      const std::string impl = pd.impl_info_str();
+      if (impl.find("gemm") != std::string::npos || is_reference_impl(impl)) return;
+      p.src_md = pd.src_desc();
+      p.src_sub = p.src_md.submemory_desc(src_dims, offsets);
+      p.dst_md = pd.dst_desc();
+      p.wei_md = pd.weights_desc();
+      p.scratch_bytes = pd.scratchpad_desc().get_size();
+      p.impl = impl;
+      p.prim = dnnl::convolution_forward(pd);
+      p.prepad = true;
+    } catch (const dnnl::error&) {
+      // keep what the candidates gave
+    }
+  }
+
   void run(const Prim& p, void* x, void* w, void* b, void* z, void* y) const {
     auto& eng = cpu_engine();
     thread_local dnnl::stream stream(eng);
@@ -385,8 +435,15 @@ class ConvKernel {
     memory user_src(p.user_src, eng, x), user_dst(p.user_dst, eng, y);
     memory src = user_src, dst = user_dst;
     if (p.reorder_src) {
-      src = memory(p.src_md, eng, src_buf.get(p.src_bytes));
-      p.src_r.execute(stream, user_src, src);
+      char* buf = src_buf.get(p.src_bytes);
+      src = memory(p.src_md, eng, buf);
+      if (p.prepad) {
+        std::memset(buf, 0, p.src_bytes);  // the border (the buffer is shared with other nodes' reorders)
+        memory interior(p.src_sub, eng, buf);
+        p.src_r.execute(stream, user_src, interior);
+      } else {
+        p.src_r.execute(stream, user_src, src);
+      }
     }
     if (p.reorder_dst) dst = memory(p.dst_md, eng, dst_buf.get(p.dst_bytes));
     if (z) {  // the sum post-op adds what dst holds: Z, in dst's layout (Z may share Y's buffer: may_inplace)

@@ -46,6 +46,18 @@ TEST_P(KernelChoice, DepthwiseUsesTheIsasOwnKernel) {
   if (std::string(GetParam()) == "AVX2") EXPECT_NE(m[1].str().find("avx2"), std::string::npos) << r.out;
 }
 
+// Dilation 5 with padding 5 (M-LSD): at AVX2 oneDNN's jit kernel refuses padding wider than the kernel, and
+// im2col + sgemm ran instead, 1.8x slower; onnx-core pads X in its reorder so that the jit kernel runs. The
+// output is checked against numpy by the onnx_core_conv_cases_avx2 test.
+TEST_P(KernelChoice, DilatedConvWithWidePaddingRunsAJitKernelNotIm2col) {
+  ProcResult r = ophost(inspect_kernels("conv_dilated_wide_pad_clamp.onnx"), isa());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "oneDNN ");  // jit:avx2 at AVX2, brgconv on AVX-512
+  EXPECT_EQ(r.out.find("gemm"), std::string::npos) << r.out;
+  EXPECT_CONTAINS(r.out, "com.ophost::FusedConv");  // LeakyRelu, Max and Min folded into it
+  EXPECT_CONTAINS(r.out, "kernels: 1 nodes");
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, KernelChoice, ::testing::Values("native", "AVX2"));
 
 TEST(KernelChoiceCli, FailOnReferenceNeedsKernels) {

@@ -340,7 +340,33 @@ def cases():
     mh.ir_version = 7
     out.append(("fused_conv_hardswish_chain_opset11", mh, [("X", x)], ref, ("W", "B")))
     out.append(nchwc_chain_case())
+    out.append(conv_dilated_wide_pad_clamp_case())
     return out
+
+
+def conv_dilated_wide_pad_clamp_case():
+    """A 3x3 convolution with dilation 5 and padding 5 (M-LSD's decoder; padding wider than the kernel, which
+    oneDNN's jit:avx2 kernel takes only with X padded beforehand), then LeakyRelu and a lower and upper bound
+    written as Max/Min with scalars (TensorFlow exports; the host folds them into the FusedConv's bounds)."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((1, 16, 20, 20)) * 0.5).astype(np.float32)
+    w = (rng.standard_normal((16, 16, 3, 3)) * 0.2).astype(np.float32)
+    b = (rng.standard_normal(16) * 0.1).astype(np.float32)
+    c = conv_ref(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), [1, 1], [5, 5, 5, 5], [5, 5], 1)
+    ref = np.minimum(np.maximum(np.where(c < 0, 0.2 * c, c), -0.4), 1.5)
+    nodes = [helper.make_node("Conv", ["X", "W", "B"], ["c"], dilations=[5, 5], pads=[5, 5, 5, 5], kernel_shape=[3, 3]),
+             helper.make_node("LeakyRelu", ["c"], ["l"], alpha=0.2),
+             helper.make_node("Max", ["l", "lo"], ["m"]),
+             helper.make_node("Min", ["hi", "m"], ["y"])]
+    consts = [helper.make_tensor("W", TensorProto.FLOAT, w.shape, w.flatten().tolist()),
+              helper.make_tensor("B", TensorProto.FLOAT, b.shape, b.flatten().tolist()),
+              helper.make_tensor("lo", TensorProto.FLOAT, [1, 1, 1, 1], [-0.4]),
+              helper.make_tensor("hi", TensorProto.FLOAT, [], [1.5])]
+    g = helper.make_graph(nodes, "conv_dilated_wide_pad_clamp", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], initializer=consts)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
+    m.ir_version = 7
+    return ("conv_dilated_wide_pad_clamp", m, [("X", x)], ref, ("W", "B", "lo", "hi"))
 
 
 def nchwc_chain_case():
