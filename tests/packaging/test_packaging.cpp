@@ -473,21 +473,20 @@ TEST(PackCheckValues, MistakesInExpectedOutputsNameTheFileAndTheField) {
   const std::string file = (dir / "ophost-samples.json").string();
   ProcResult r = pack_check(dir);
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_CONTAINS(r.out, file + ": samples[0].outputs.z: broken::relu has no output 'z' (its outputs: 0 'y'; give the "
-                         "name or the index)");
-  EXPECT_CONTAINS(r.out, file + ": samples[1].outputs.y.values: values[0] = \"nan\" is not an integer (\"nan\", \"inf\" "
-                         "and \"-inf\" are for float tensors)");
-  EXPECT_CONTAINS(r.out, file + ": samples[2].outputs.y.values: 5 values for shape [2,3], which holds 6");
-  EXPECT_CONTAINS(r.out, file + ": samples[3].inputs.x.values: values[1] = \"NaN\" is not a number (JSON has no NaN or "
-                         "infinity: write \"nan\", \"inf\" or \"-inf\")");
-  EXPECT_CONTAINS(r.out, file + ": samples[4].outputs: expected outputs need every input given with its values, and "
-                         "input 0 'x' is random (no \"values\")");
-  EXPECT_CONTAINS(r.out, file + ": samples[5].outputs.y: an expected output needs its \"values\" (or {\"npy\": FILE})");
-  EXPECT_CONTAINS(r.out, file + ": samples[6].rtol: a tolerance is for the sample's expected \"outputs\", and it has "
-                         "none");
-  EXPECT_CONTAINS(r.out, file + ": samples[7].atol: expected a number >= 0 (e.g. 1e-5), not -1");
-  EXPECT_CONTAINS(r.out, file + ": samples[8].outputs.y.dtype: dtype 'int64' is not allowed (output 'y' of "
-                         "broken::relu allows float32)");
+  const char* const mistakes[] = {
+      "samples[0].outputs.z: broken::relu has no output 'z' (its outputs: 0 'y'; give the name or the index)",
+      "samples[1].outputs.y.values: values[0] = \"nan\" is not an integer (\"nan\", \"inf\" and \"-inf\" are for "
+      "float tensors)",
+      "samples[2].outputs.y.values: 5 values for shape [2,3], which holds 6",
+      "samples[3].inputs.x.values: values[1] = \"NaN\" is not a number (JSON has no NaN or infinity: write \"nan\", "
+      "\"inf\" or \"-inf\")",
+      "samples[4].outputs: expected outputs need every input given with its values, and input 0 'x' is random (no "
+      "\"values\")",
+      "samples[5].outputs.y: an expected output needs its \"values\" (or {\"npy\": FILE})",
+      "samples[6].rtol: a tolerance is for the sample's expected \"outputs\", and it has none",
+      "samples[7].atol: expected a number >= 0 (e.g. 1e-5), not -1",
+      "samples[8].outputs.y.dtype: dtype 'int64' is not allowed (output 'y' of broken::relu allows float32)"};
+  for (const char* mistake : mistakes) EXPECT_CONTAINS(r.out, "FINDING  samples: " + file + ": " + mistake);
   EXPECT_CONTAINS(r.out, "0 of 9 sample(s) read");
 }
 

@@ -160,6 +160,11 @@ struct Mismatch {
   size_t first = 0;
 };
 Mismatch compare_elements(oph_dtype d, const uint8_t* got, const uint8_t* want, size_t n, Tolerance tol);
+// "" when output `name` (dtype, shape, data) matches the sample's expected `want` within the tolerance of
+// `spec` (its atol / rtol, else default_tolerance()); else the finding's text: the dtype and shape that differ,
+// or the first element that does (its index, both values), how many do, the tolerance, and spec.reference.
+std::string expected_mismatch(const std::string& name, oph_dtype dtype, const std::vector<int64_t>& shape,
+                              const uint8_t* data, const SampleInput& want, const RunSpec& spec);
 // What changed between two runs' values of one output (same dtype and shape), for the probe's note: element
 // `focus` (the probed input's index, for an output of the input's shape) whether changed or not, then the
 // elements that changed: "Y[0] nan", "Y[0] 6, Y[3] nan and 5 more"; empty when nothing is to be shown.

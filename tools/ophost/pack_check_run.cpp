@@ -6,7 +6,13 @@
 // buffers, output elements never written, inputs changed without MUTATES_INPUT, and MAY_INPLACE declarations
 // that do not hold. Each report entry goes to the parent through a pipe as soon as it is made, with the
 // sample and stage the child is in, so a crash (a signal) or a hang (killed after --timeout) is reported as a
-// finding naming the op and the sample, and the check goes on with the next op.
+// finding naming the op and the sample, and the check goes on with the next op. A sample's expected outputs are
+// compared with the op's, and the first finite inputs run again with NaN, +inf and -inf (the NaN/Inf probe, a
+// note); the value helpers for both are in pack_check_values.cpp.
+//
+// Over 600 lines: the checker (OpChecker), its guarded buffers and the fork/pipe protocol that carries its report
+// share one private buffer type and run function; the buffers and the protocol could move to files of their own
+// once the host and the backend test host share one op runner (docs/architecture.md).
 #include "pack_check_internal.hpp"
 
 #include <ophost/error.hpp>
@@ -668,42 +674,18 @@ class OpChecker {
     return r;
   }
 
-  // The sample's expected outputs (RunSpec::outputs) against this run's: dtype and shape, then every element
-  // within the tolerance (NaN matches only NaN, an infinity only the same infinity; non-floats exactly).
+  // The sample's expected outputs (RunSpec::outputs) against this run's (pack_check_values.cpp).
   void compare_expected(const std::string& probe, const RunResult& r) {
     for (const auto& [o, want] : spec_.outputs) {
       if (o >= r.outputs.size() || !r.filled[o]) continue;
       const Buffer& got = r.outputs[o];
-      const std::string ref = " (" + spec_.reference + ")";
-      const std::string fix = "make compute give the pack's reference, or correct the expected output in the samples "
-                              "file where the reference is wrong";
-      if (!same_dtype(got.dtype, want.dtype) || got.shape != want.shape) {
-        find(probe, output_name(o) + " is " + dtype_str(got.dtype) + " " + shape_str(got.shape) +
-                        " but the sample expects " + dtype_str(want.dtype) + " " + shape_str(want.shape) + ref,
-             fix, "expected " + std::to_string(o));
-        continue;
+      if (std::string what = expected_mismatch(output_name(o), got.dtype, got.shape, got.data(), want, spec_);
+          !what.empty()) {
+        find(probe, std::move(what),
+             "make compute give the pack's reference, or correct the expected output in the samples file where the "
+             "reference is wrong (a sample's \"atol\" / \"rtol\" only where the difference is rounding)",
+             "expected " + std::to_string(o));
       }
-      Tolerance tol = default_tolerance(got.dtype);
-      if (is_float(got.dtype)) {
-        tol.atol = spec_.atol.value_or(tol.atol);
-        tol.rtol = spec_.rtol.value_or(tol.rtol);
-      }
-      const size_t n = numel(got.shape);
-      Mismatch m = compare_elements(got.dtype, got.data(), want.bytes.data(), n, tol);
-      if (m.count == 0) continue;
-      std::ostringstream how;
-      if (is_float(got.dtype)) {
-        how << "atol " << tol.atol << ", rtol " << tol.rtol << "; NaN matches only NaN, an infinity only the same one";
-      } else {
-        how << dtype_str(got.dtype) << ": exact";
-      }
-      find(probe, output_name(o) + " at " + index_str(got.shape, m.first) + " (element " + std::to_string(m.first) +
-                      " of " + std::to_string(n) + "): got " + element_str(got.dtype, got.data(), m.first) +
-                      ", expected " + element_str(want.dtype, want.bytes.data(), m.first) + "; " +
-                      std::to_string(m.count) + " of " + std::to_string(n) + " elements differ (" + how.str() + ")" +
-                      ref,
-           fix + " (a sample's \"atol\" / \"rtol\" only where the difference is rounding)",
-           "expected " + std::to_string(o));
     }
   }
 

@@ -114,7 +114,7 @@ std::vector<uint8_t> encode_values(const json& values, oph_dtype dtype, const st
       if (v.is_string()) {
         const std::string text = v.get<std::string>();
         if (text == "nan") d = std::numeric_limits<double>::quiet_NaN();
-        else if (text == "inf" || text == "+inf") d = std::numeric_limits<double>::infinity();
+        else if (text == "inf") d = std::numeric_limits<double>::infinity();
         else if (text == "-inf") d = -std::numeric_limits<double>::infinity();
         else throw bad("is not a number (JSON has no NaN or infinity: write \"nan\", \"inf\" or \"-inf\")");
       } else if (v.is_number()) {

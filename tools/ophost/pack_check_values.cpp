@@ -147,4 +147,31 @@ std::string describe_changes(const std::string& name, oph_dtype d, const std::ve
   return join(shown, ", ") + (more ? " and " + std::to_string(more) + " more" : "");
 }
 
+std::string expected_mismatch(const std::string& name, oph_dtype dtype, const std::vector<int64_t>& shape,
+                              const uint8_t* data, const SampleInput& want, const RunSpec& spec) {
+  const std::string ref = " (" + spec.reference + ")";
+  if (!same_dtype(dtype, want.dtype) || shape != want.shape) {
+    return name + " is " + dtype_str(dtype) + " " + shape_str(shape) + " but the sample expects " +
+           dtype_str(want.dtype) + " " + shape_str(want.shape) + ref;
+  }
+  Tolerance tol = default_tolerance(dtype);
+  if (is_float(dtype)) {
+    tol.atol = spec.atol.value_or(tol.atol);
+    tol.rtol = spec.rtol.value_or(tol.rtol);
+  }
+  const size_t n = numel(shape);
+  const Mismatch m = compare_elements(dtype, data, want.bytes.data(), n, tol);
+  if (m.count == 0) return "";
+  std::ostringstream how;
+  if (is_float(dtype)) {
+    how << "atol " << tol.atol << ", rtol " << tol.rtol << "; NaN matches only NaN, an infinity only the same one";
+  } else {
+    how << dtype_str(dtype) << ": exact";
+  }
+  return name + " at " + index_str(shape, m.first) + " (element " + std::to_string(m.first) + " of " +
+         std::to_string(n) + "): got " + element_str(dtype, data, m.first) + ", expected " +
+         element_str(want.dtype, want.bytes.data(), m.first) + "; " + std::to_string(m.count) + " of " +
+         std::to_string(n) + " elements differ (" + how.str() + ")" + ref;
+}
+
 }  // namespace ophost::cli::pack
