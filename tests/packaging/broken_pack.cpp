@@ -13,8 +13,11 @@
 //   BROKEN_HANG        broken::hang       compute never returns
 //   BROKEN_REQ_ATTR    broken::scale_by   required int attribute 'k' (correct with it)
 //   BROKEN_RANK2       broken::bias_rows  x [N, C] + bias [C] only; infer rejects other shapes (correct)
+//   BROKEN_NAN_ZERO    broken::relu       y = x > 0 ? x : 0, so NaN in gives 0 out (ONNX Relu keeps NaN);
+//                      broken::count_nan  float32 x -> int64 scalar y, the number of NaNs in x (correct)
 #include <ophost/ophost_plugin.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -87,6 +90,16 @@ namespace {
   for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] + bias[i % c];
 }
 
+[[maybe_unused]] void relu_nan_zero(oph::In<float> x, oph::Out<float> y) {
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;  // NaN > 0 is false: 0
+}
+
+[[maybe_unused]] void count_nan(oph::In<float> x, oph::Out<int64_t> y) {
+  int64_t n = 0;
+  for (size_t i = 0; i < x.size(); ++i) n += std::isnan(x[i]) ? 1 : 0;
+  y[0] = n;
+}
+
 }  // namespace
 
 OPH_PACK(pack) {
@@ -133,6 +146,13 @@ OPH_PACK(pack) {
       });
 #elif defined(BROKEN_RANK2)
   pack.op("broken", "bias_rows").infer(bias_infer).fn<bias_rows>().input_names({"x", "bias"});
+#elif defined(BROKEN_NAN_ZERO)
+  pack.op("broken", "relu").infer(oph::same_as_input(0)).fn<relu_nan_zero>().input_names({"x"}).output_names({"y"});
+  pack.op("broken", "count_nan")
+      .infer([](oph::InferContext& c) { c.set_output(0, oph::dtypes::i64, {}); })
+      .fn<count_nan>()
+      .input_names({"x"})
+      .output_names({"y"});
 #else
 #error "define one BROKEN_* variant"
 #endif

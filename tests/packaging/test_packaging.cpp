@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 
 namespace {
 
@@ -38,6 +39,12 @@ TEST(PackCheck, BundledMyopsIsClean) {
   EXPECT_CONTAINS(r.out, "exported symbols: oph_plugin_entry_v1 only");
   EXPECT_CONTAINS(r.out, "myops::gelu [1+] on cpu: run check");
   EXPECT_CONTAINS(r.out, "MAY_INPLACE holds");
+  // relu6_scale's samples (plugins/myops/make_samples.py) hold NumPy's outputs: NaN in, NaN out, as np.clip.
+  EXPECT_CONTAINS(r.out, "ophost-samples.json: 2 of 2 sample(s) read, for 1 op(s)");
+  EXPECT_CONTAINS(r.out, "ok       myops::relu6_scale [1+] on cpu, sample 2 (\"NaN and infinities\") of "
+                         "ophost-samples.json: run check (the sample's inputs, outputs equal the expected ones)");
+  EXPECT_CONTAINS(r.out, "note     myops::relu6_scale [1+] on cpu, sample 1 (\"finite\") of ophost-samples.json: "
+                         "NaN/Inf probe at input 0 ('X') [0,0]: NaN -> Y[0,0] nan; +inf -> Y[0,0] 6; -inf -> Y[0,0] 0");
   EXPECT_CONTAINS(r.out, "result: clean");
 }
 
@@ -335,7 +342,8 @@ TEST(PackCheckSamples, MistakesInTheFileNameTheSampleAndTheField) {
   EXPECT_CONTAINS(r.out, file + ": samples[4].inputs.z: broken::bias_rows has no input 'z' (its inputs: 0 'x', 1 "
                          "'bias'; give the name or the index)");
   EXPECT_CONTAINS(r.out, file + ": samples[5].inputs.x.npy: ");
-  EXPECT_CONTAINS(r.out, file + ": samples[6]: unknown key 'colour' (allowed: op, attrs, inputs)");
+  EXPECT_CONTAINS(r.out, file + ": samples[6]: unknown key 'colour' (allowed: op, name, attrs, inputs, outputs, "
+                         "atol, rtol)");
   EXPECT_CONTAINS(r.out, "0 of 7 sample(s) read");
 
   write_file(dir / "ophost-samples.json", "{\"samples\": [");
@@ -355,6 +363,155 @@ TEST(PackCheckSamples, IntegerAttributeGivenAsAFloatIsAMistake) {
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_CONTAINS(r.out, "samples[0].attrs.k: attribute 'k' of broken::scale_by is an int (e.g. 3), not 2.5");
   EXPECT_CONTAINS(r.out, "not run: attribute 'k' is required");
+}
+
+// ---- expected outputs and the NaN/Inf probe ---------------------------------------------------------------
+
+// broken::relu maps NaN to 0; the pack's reference (a sample's expected outputs) keeps NaN, as ONNX Relu does.
+TEST(PackCheckValues, NanToZeroAgainstANanKeepingReferenceIsAFinding) {
+  TempDir tmp;
+  fs::path dir = with_samples(tmp, "nan_zero", R"({"samples": [{"op": "broken::relu", "name": "NaN stays NaN",
+      "inputs": {"x": {"shape": [2, 3], "values": [1, "nan", -2, "inf", "-inf", 0.5]}},
+      "outputs": {"y": {"shape": [2, 3], "values": [1, "nan", 0, "inf", 0, 0.5]}}}]})");
+  const std::string file = (dir / "ophost-samples.json").string();
+  ProcResult r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  broken::relu [1+] on cpu, sample 1 (\"NaN stays NaN\") of ophost-samples.json "
+                         "(float32 [2,3]): output 0 ('y') at [0,1] (element 1 of 6): got 0, expected nan; 1 of 6 "
+                         "elements differ (atol 1e-06, rtol 1e-05; NaN matches only NaN, an infinity only the same "
+                         "one) (pack broken_nan_zero, samples[0] (\"NaN stays NaN\") of " + file + ")");
+  EXPECT_CONTAINS(r.out, "make compute give the pack's reference");
+  // The sample already holds NaN and infinities: no probe on it. count_nan (no samples) is probed.
+  EXPECT_NOT_CONTAINS(r.out, "broken::relu [1+] on cpu, sample 1 (\"NaN stays NaN\") of ophost-samples.json: NaN/Inf");
+  EXPECT_CONTAINS(r.out, "note     broken::count_nan [1+] on cpu: NaN/Inf probe at input 0 ('x') []: NaN -> y[] 1; "
+                         "+inf -> y[] 0; -inf -> y[] 0");
+  EXPECT_CONTAINS(r.out, "result: 1 finding(s)");
+
+  // Without the reference the same op is clean: what it does with NaN is a note of the probe, not a finding.
+  r = pack_check(kPackCheckDirs / "broken_nan_zero");
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "note     broken::relu [1+] on cpu: NaN/Inf probe at input 0 ('x') []: NaN -> y[] 0; +inf "
+                         "-> y[] inf; -inf -> y[] 0");
+  EXPECT_CONTAINS(r.out, "result: clean");
+}
+
+TEST(PackCheckValues, WrongValueBeyondTheToleranceNamesTheElement) {
+  TempDir tmp;  // broken::scale: y = 2 x
+  fs::path dir = with_samples(tmp, "clean", R"({"samples": [{"op": "broken::scale",
+      "inputs": {"0": {"shape": [2, 2], "values": [1, 2, 3, 4]}},
+      "outputs": {"0": {"shape": [2, 2], "values": [2, 4, 6.001, 8]}}}]})");
+  ProcResult r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "FINDING  broken::scale [1+] on cpu, sample 1 of ophost-samples.json (float32 [2,2]): output 0 "
+                         "('output_0') at [1,0] (element 2 of 4): got 6, expected 6.00099993; 1 of 4 elements differ "
+                         "(atol 1e-06, rtol 1e-05; ");
+  EXPECT_CONTAINS(r.out, "(pack broken_clean, samples[0] of " + (dir / "ophost-samples.json").string() + ")");
+
+  // The sample's own tolerance; then the default float32 tolerance holds a rounding-sized difference.
+  write_file(dir / "ophost-samples.json", R"({"samples": [{"op": "broken::scale", "atol": 0.01,
+      "inputs": {"0": {"shape": [2, 2], "values": [1, 2, 3, 4]}},
+      "outputs": {"0": {"shape": [2, 2], "values": [2, 4, 6.001, 8]}}}]})");
+  r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "ok       broken::scale [1+] on cpu, sample 1 of ophost-samples.json: run check (the sample's "
+                         "inputs, outputs equal the expected ones, 1 in place)");
+  write_file(dir / "ophost-samples.json", R"({"samples": [{"op": "broken::scale",
+      "inputs": {"0": {"shape": [2, 2], "values": [1, 2, 3, 4]}},
+      "outputs": {"0": {"shape": [2, 2], "values": [2, 4.00003, 6, 8]}}}]})");
+  r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "outputs equal the expected ones");
+  EXPECT_CONTAINS(r.out, "note     broken::scale [1+] on cpu, sample 1 of ophost-samples.json: NaN/Inf probe at "
+                         "input 0 ('input_0') [0,0]: NaN -> output_0[0,0] nan; +inf -> output_0[0,0] inf; -inf -> "
+                         "output_0[0,0] -inf");
+  EXPECT_CONTAINS(r.out, "result: clean");
+
+  // An infinity matches only the same infinity, whatever the tolerance.
+  write_file(dir / "ophost-samples.json", R"({"samples": [{"op": "broken::scale", "atol": 1e30,
+      "inputs": {"0": {"shape": [2], "values": ["inf", 1]}}, "outputs": {"0": {"shape": [2], "values": ["-inf", 2]}}}]})");
+  r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "at [0] (element 0 of 2): got inf, expected -inf; 1 of 2 elements differ (atol 1e+30");
+}
+
+TEST(PackCheckValues, IntegersCompareExactlyAndShapesMustAgree) {
+  TempDir tmp;  // broken::count_nan: the number of NaNs in x, int64 []
+  fs::path dir = with_samples(tmp, "nan_zero", R"({"samples": [
+      {"op": "broken::count_nan", "inputs": {"x": {"shape": [3], "values": ["nan", 1, "nan"]}},
+       "outputs": {"y": {"dtype": "int64", "shape": [], "values": [2]}}},
+      {"op": "broken::count_nan", "name": "off by one", "atol": 5,
+       "inputs": {"x": {"shape": [3], "values": ["nan", 1, 2]}},
+       "outputs": {"y": {"dtype": "int64", "shape": [], "values": [2]}}},
+      {"op": "broken::relu", "inputs": {"x": {"shape": [3], "values": [1, 2, 3]}},
+       "outputs": {"y": {"shape": [1, 3], "values": [1, 2, 3]}}}]})");
+  ProcResult r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "ok       broken::count_nan [1+] on cpu, sample 1 of ophost-samples.json: run check (the "
+                         "sample's inputs, outputs equal the expected ones)");
+  EXPECT_CONTAINS(r.out, "FINDING  broken::count_nan [1+] on cpu, sample 2 (\"off by one\") of ophost-samples.json "
+                         "(float32 [3]): output 0 ('y') at [] (element 0 of 1): got 1, expected 2; 1 of 1 elements "
+                         "differ (int64: exact)");
+  EXPECT_CONTAINS(r.out, "FINDING  broken::relu [1+] on cpu, sample 1 of ophost-samples.json (float32 [3]): output 0 "
+                         "('y') is float32 [3] but the sample expects float32 [1,3]");
+  EXPECT_CONTAINS(r.out, "result: 2 finding(s)");
+}
+
+TEST(PackCheckValues, MistakesInExpectedOutputsNameTheFileAndTheField) {
+  TempDir tmp;
+  fs::path dir = with_samples(tmp, "nan_zero", R"({"samples": [
+      {"op": "broken::relu", "inputs": {"x": {"shape": [2], "values": [1, 2]}}, "outputs": {"z": {"shape": [2], "values": [1, 2]}}},
+      {"op": "broken::count_nan", "inputs": {"x": {"shape": [2], "values": [1, "nan"]}},
+       "outputs": {"y": {"dtype": "int64", "shape": [], "values": ["nan"]}}},
+      {"op": "broken::relu", "inputs": {"x": {"shape": [2, 3], "values": [1, 2, 3, 4, 5, 6]}},
+       "outputs": {"y": {"shape": [2, 3], "values": [1, 2, 3, 4, 5]}}},
+      {"op": "broken::relu", "inputs": {"x": {"shape": [2], "values": [1, "NaN"]}}},
+      {"op": "broken::relu", "inputs": {"x": {"shape": [2]}}, "outputs": {"y": {"shape": [2], "values": [1, 2]}}},
+      {"op": "broken::relu", "inputs": {"x": {"shape": [2], "values": [1, 2]}}, "outputs": {"y": {"shape": [2]}}},
+      {"op": "broken::relu", "attrs": {}, "rtol": 0.1},
+      {"op": "broken::relu", "inputs": {"x": {"shape": [1], "values": [1]}}, "outputs": {"y": {"shape": [1], "values": [1]}}, "atol": -1},
+      {"op": "broken::relu", "inputs": {"x": {"shape": [1], "values": [1]}}, "outputs": {"y": {"dtype": "int64", "shape": [1], "values": [1]}}}]})");
+  const std::string file = (dir / "ophost-samples.json").string();
+  ProcResult r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  const char* const mistakes[] = {
+      "samples[0].outputs.z: broken::relu has no output 'z' (its outputs: 0 'y'; give the name or the index)",
+      "samples[1].outputs.y.values: values[0] = \"nan\" is not an integer (\"nan\", \"inf\" and \"-inf\" are for "
+      "float tensors)",
+      "samples[2].outputs.y.values: 5 values for shape [2,3], which holds 6",
+      "samples[3].inputs.x.values: values[1] = \"NaN\" is not a number (JSON has no NaN or infinity: write \"nan\", "
+      "\"inf\" or \"-inf\")",
+      "samples[4].outputs: expected outputs need every input given with its values, and input 0 'x' is random (no "
+      "\"values\")",
+      "samples[5].outputs.y: an expected output needs its \"values\" (or {\"npy\": FILE})",
+      "samples[6].rtol: a tolerance is for the sample's expected \"outputs\", and it has none",
+      "samples[7].atol: expected a number >= 0 (e.g. 1e-5), not -1",
+      "samples[8].outputs.y.dtype: dtype 'int64' is not allowed (output 'y' of broken::relu allows float32)"};
+  for (const char* mistake : mistakes) EXPECT_CONTAINS(r.out, "FINDING  samples: " + file + ": " + mistake);
+  EXPECT_CONTAINS(r.out, "0 of 9 sample(s) read");
+}
+
+TEST(PackCheckValues, ExpectedOutputsFromNpy) {
+  TempDir tmp;
+  Tensor x(DType::kFloat32, {4}), y(DType::kFloat32, {4});
+  const float xs[] = {-1.0f, 0.5f, std::numeric_limits<float>::quiet_NaN(), 2.0f};
+  for (int i = 0; i < 4; ++i) {
+    x.data_as<float>()[i] = xs[i];
+    y.data_as<float>()[i] = 2.0f * xs[i];
+  }
+  fs::path dir = with_samples(tmp, "clean", R"({"samples": [{"op": "broken::scale", "name": "npy",
+      "inputs": {"0": {"npy": "x.npy"}}, "outputs": {"output_0": {"npy": "y.npy"}}}]})");
+  write_npy(dir / "x.npy", x);
+  write_npy(dir / "y.npy", y);
+  ProcResult r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "sample 1 (\"npy\") of ophost-samples.json: run check (the sample's inputs, outputs equal the "
+                         "expected ones");
+
+  y.data_as<float>()[2] = 0.0f;  // a reference without the NaN
+  write_npy(dir / "y.npy", y);
+  r = pack_check(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_CONTAINS(r.out, "output 0 ('output_0') at [2] (element 2 of 4): got nan, expected 0; 1 of 4 elements differ");
 }
 
 // ---- ABI compatibility -------------------------------------------------------------------------------------

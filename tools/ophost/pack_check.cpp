@@ -8,7 +8,9 @@
 //  5. an opcheck-style run of every CPU op, each op in a forked child (pack_check_run.cpp): random inputs for
 //     a few shapes or the author's --input files, attributes from --attr, or the pack's samples file
 //     (pack_check_samples.cpp); guard zones around every buffer,
-//     outputs poisoned before compute; crashes and hangs become findings naming the op and the sample.
+//     outputs poisoned before compute; crashes and hangs become findings naming the op and the sample; a
+//     sample's expected outputs are compared with the op's (pack_check_values.cpp), and the first finite inputs
+//     of each op run again with NaN, +inf and -inf (the NaN/Inf probe, a note of what the op does with them).
 #include "common.hpp"
 #include "pack_check.hpp"
 #include "pack_check_internal.hpp"
@@ -115,13 +117,24 @@ constexpr const char* kPackCheckUsage =
     "    run with the output in the input's buffer gives the out-of-place result), allocate_output shapes must\n"
     "    agree with infer, and compute must not fail on inputs infer accepted (\"compute failed: <message>\");\n"
     "  - a crash is reported as \"op X crashed (SIGSEGV) on sample Y\", a child still running after --timeout\n"
-    "    seconds is killed and reported; the check goes on with the next op.\n"
+    "    seconds is killed and reported; the check goes on with the next op;\n"
+    "  - NaN/Inf probe: the first inputs of the op that ran (all finite) run again with NaN, +inf and -inf in\n"
+    "    turn at element 0 of each float32/float64 input; a note says what each did to the outputs\n"
+    "    (\"NaN/Inf probe at input 0 ('x') [0]: NaN -> y[0] nan; +inf -> y[0] 6; -inf -> y[0] 0\"). It is\n"
+    "    information, not a finding: what an op does with NaN is the pack's to choose, and the pack holds its ops\n"
+    "    to that with expected outputs in its samples.\n"
     "An op that cannot run without --attr / --input (a required attribute, a host-memory input, shapes its\n"
     "infer rejects) is reported as \"not run\" with the option to pass.\n"
     "Samples: the pack's own attribute values and inputs per op, in DIR/ophost-samples.json (ophost_add_pack's\n"
     "SAMPLES option puts it there; or --samples FILE), are read automatically: an op with samples runs once per\n"
     "sample (a sample without inputs: the generic probes with its attributes). --attr / --input replace the\n"
-    "samples of the op they are for. The format is in docs/writing-a-pack.md (\"Samples for pack check\").\n"
+    "samples of the op they are for. A sample may give the op's expected \"outputs\" (its reference; every input\n"
+    "given with values): each element must match, floats within |got - expected| <= atol + rtol * |expected|\n"
+    "(defaults: float32 atol 1e-6 rtol 1e-5, float64 1e-12 and 1e-10, float16 1e-3 and 1e-3; a sample's \"atol\"\n"
+    "and \"rtol\" replace them), a NaN only a NaN, an infinity only the same infinity, other dtypes exactly; a\n"
+    "mismatch is a finding naming the pack, op, sample, output and element. JSON has no NaN or infinity: float\n"
+    "\"values\" take the strings \"nan\", \"inf\" and \"-inf\". The format is in docs/writing-a-pack.md\n"
+    "(\"Samples for pack check\").\n"
     "--attr values are typed by the op's attribute definition: int, float, string, or lists 1,2,3 / 0.5,1 / a,b.\n"
     "--input NAME is the op's input name or its index (0, 1, ...); inputs not given are random, with the shape\n"
     "of the first one given.\n"
@@ -148,7 +161,8 @@ int cmd_pack_check(int argc, char** argv) {
       "input", po::value(&input_args)->composing(),
       "NAME=FILE.npy: input for the run check, by input name or index (repeatable)")(
       "samples", po::value(&samples_arg),
-      "samples file to use instead of DIR/ophost-samples.json (attribute values and inputs per op)")(
+      "samples file to use instead of DIR/ophost-samples.json (attribute values, inputs and expected outputs per "
+      "op)")(
       "no-samples", po::bool_switch(&no_samples), "ignore the pack's samples file: generic probes and defaults only")(
       "timeout", po::value(&timeout_s)->default_value(30), "seconds an op's run check may take before it is killed")(
       "seed", po::value(&seed)->default_value(1), "seed of the random inputs")(
@@ -347,6 +361,9 @@ int cmd_pack_check(int argc, char** argv) {
     fs::path samples_file = samples_arg.empty() ? dir / kSamplesFileName : fs::path(samples_arg);
     if (!no_samples && !no_run && fs::exists(samples_file)) {
       samples = read_samples_file(samples_file.string(), plugin->ops(), report);
+      const std::string pack_name = manifest ? manifest->name : dir.filename().string();
+      for (auto& [op, specs_of_op] : samples)
+        for (RunSpec& spec : specs_of_op) spec.reference = "pack " + pack_name + ", " + spec.reference;
     }
     const bool command_line_spec = !attr_pairs.empty() || !input_pairs.empty();
     for (size_t k = 0; k < ops.size(); ++k) {

@@ -140,6 +140,12 @@ std::vector<const oph_io_def*> expand(const oph_io_def* const* base, size_t n) {
 
 }  // namespace
 
+const char* io_kind(const oph_op_def* op, const oph_io_def* formal) {
+  for (size_t o = 0; o < op->num_outputs; ++o)
+    if (op->outputs[o] == formal) return "output";
+  return "input";
+}
+
 std::vector<const oph_io_def*> actual_inputs(const oph_op_def* op) { return expand(op->inputs, op->num_inputs); }
 std::vector<const oph_io_def*> actual_outputs(const oph_op_def* op) { return expand(op->outputs, op->num_outputs); }
 
@@ -254,14 +260,14 @@ std::string attr_names(const oph_op_def* op) {
 }  // namespace
 
 size_t input_index(const oph_op_def* op, const std::vector<const oph_io_def*>& formals, const std::string& name,
-                   const std::string& where) {
+                   const std::string& where, const std::string& kind) {
   for (size_t i = 0; i < formals.size(); ++i)
     if (name == formals[i]->name) return i;
   size_t index = 0;
   if (parse_number(name, index) && index < formals.size()) return index;
   std::vector<std::string> names;
   for (size_t i = 0; i < formals.size(); ++i) names.push_back(std::to_string(i) + " '" + formals[i]->name + "'");
-  throw UsageError(where + ": " + op_name(op) + " has no input '" + name + "' (its inputs: " +
+  throw UsageError(where + ": " + op_name(op) + " has no " + kind + " '" + name + "' (its " + kind + "s: " +
                    (names.empty() ? std::string("none") : join(names, ", ")) + "; give the name or the index)");
 }
 
@@ -276,8 +282,9 @@ void check_sample_dtype(const oph_op_def* op, const oph_io_def* formal, oph_dtyp
     allowed.push_back(dtype_str(tc->allowed[k]));
   }
   if (!ok) {
-    throw UsageError(where + ": " + what + " " + dtype_str(dtype) + " but input '" + formal->name + "' of " +
-                     op_name(op) + " (type variable '" + formal->type_var + "') allows " + join(allowed, ", "));
+    throw UsageError(where + ": " + what + " " + dtype_str(dtype) + " but " + io_kind(op, formal) + " '" +
+                     formal->name + "' of " + op_name(op) + " (type variable '" + formal->type_var + "') allows " +
+                     join(allowed, ", "));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -74,7 +75,7 @@ struct AttrArg {
   mutable std::vector<const char*> string_ptrs_;
 };
 
-// An input from --input NAME=FILE.npy or from the samples file.
+// An input from --input NAME=FILE.npy or from the samples file; also an expected output of a sample.
 struct SampleInput {
   std::string file;
   oph_dtype dtype{};
@@ -87,7 +88,13 @@ struct SampleInput {
 struct RunSpec {
   std::map<size_t, AttrArg> attrs;        // by index in op->attributes; overrides the default
   std::map<size_t, SampleInput> inputs;   // by actual input index (variadic formals expanded to min_arity)
-  std::string source;                      // "sample 2 of DIR/ophost-samples.json"; empty: the command line
+  std::string source;                      // "sample 2 of ophost-samples.json"; empty: the command line
+  // From the samples file only: the sample's expected outputs (its "outputs", by actual output index), with
+  // every input given; the tolerances for float outputs (default: default_tolerance() of the output's dtype);
+  // and what names the sample and its pack in a mismatch ("pack acme, samples[3] \"nan\" of FILE").
+  std::map<size_t, SampleInput> outputs;
+  std::optional<double> atol, rtol;
+  std::string reference;
   uint32_t seed = 1;
   double timeout_s = 30;                   // per op; the child is killed after it
 };
@@ -117,15 +124,52 @@ RunSpec make_run_spec(const oph_op_def* op, const std::vector<std::pair<std::str
 // "an int (e.g. 3)", "a list of floats (e.g. 0.5,1,2)", ... for OPH_ATTR_*.
 const char* attr_type_name(int32_t type);
 // Index of the actual input named `name` (its declared name, or its index as text); throws UsageError starting
-// with `where` that lists the op's inputs.
+// with `where` that lists the op's inputs (`kind` "output": the same over the op's outputs).
 size_t input_index(const oph_op_def* op, const std::vector<const oph_io_def*>& formals, const std::string& name,
-                   const std::string& where);
+                   const std::string& where, const std::string& kind = "input");
 // Throws UsageError (`where`: `what` <dtype> but input ... allows ...) unless the input's type variable allows it.
 void check_sample_dtype(const oph_op_def* op, const oph_io_def* formal, oph_dtype dtype, const std::string& what,
                         const std::string& where);
 // A .npy file as the sample of input `formal`; throws UsageError starting with `where`.
 SampleInput read_sample(const oph_op_def* op, const oph_io_def* formal, const std::string& file,
                         const std::string& where);
+
+// ---- values: expected outputs and the NaN/Inf probe (pack_check_values.cpp) -----------------------------------
+
+// |got - expected| <= atol + rtol * |expected| for float elements; other dtypes compare exactly.
+struct Tolerance {
+  double atol = 0, rtol = 0;
+};
+// float32: atol 1e-6, rtol 1e-5; float64: 1e-12, 1e-10; float16: 1e-3, 1e-3; others exact (0, 0).
+Tolerance default_tolerance(oph_dtype d);
+bool is_float(oph_dtype d);  // float16, float32, float64 (the dtypes the value checks read as numbers)
+// "[1,2]" for flat index 5 of shape [2,3]; "[]" for a scalar.
+std::string index_str(const std::vector<int64_t>& shape, size_t flat);
+// Element `i` as text: "nan", "inf", "-inf", "0.25", "-3", "true".
+std::string element_str(oph_dtype d, const uint8_t* data, size_t i);
+// Whether a float tensor holds a NaN or an infinity (false for other dtypes).
+bool has_nonfinite(oph_dtype d, const uint8_t* data, size_t n);
+// Element `i` of a float32 / float64 tensor set to NaN (which 0), +inf (1) or -inf (2).
+void set_special(oph_dtype d, uint8_t* data, size_t i, int which);
+inline constexpr const char* kSpecialNames[] = {"NaN", "+inf", "-inf"};
+
+// The elements where `got` and `want` (same dtype and element count) differ beyond `tol` (NaN matches only NaN,
+// an infinity only the same infinity): their count and the first.
+struct Mismatch {
+  size_t count = 0;
+  size_t first = 0;
+};
+Mismatch compare_elements(oph_dtype d, const uint8_t* got, const uint8_t* want, size_t n, Tolerance tol);
+// "" when output `name` (dtype, shape, data) matches the sample's expected `want` within the tolerance of
+// `spec` (its atol / rtol, else default_tolerance()); else the finding's text: the dtype and shape that differ,
+// or the first element that does (its index, both values), how many do, the tolerance, and spec.reference.
+std::string expected_mismatch(const std::string& name, oph_dtype dtype, const std::vector<int64_t>& shape,
+                              const uint8_t* data, const SampleInput& want, const RunSpec& spec);
+// What changed between two runs' values of one output (same dtype and shape), for the probe's note: element
+// `focus` (the probed input's index, for an output of the input's shape) whether changed or not, then the
+// elements that changed: "Y[0] nan", "Y[0] 6, Y[3] nan and 5 more"; empty when nothing is to be shown.
+std::string describe_changes(const std::string& name, oph_dtype d, const std::vector<int64_t>& shape,
+                             const uint8_t* before, const uint8_t* after, std::optional<size_t> focus);
 
 // The run check of one CPU op (random inputs of a few shapes, or the --input sample), in a forked child so
 // that a crash or a hang is a finding and the check goes on with the next op.
@@ -153,5 +197,7 @@ std::vector<T*> pointers_to(std::vector<T>& items) {
   return out;
 }
 std::vector<const oph_io_def*> actual_outputs(const oph_op_def* op);
+// "output" when `formal` is one of the op's outputs, else "input".
+const char* io_kind(const oph_op_def* op, const oph_io_def* formal);
 
 }  // namespace ophost::cli::pack

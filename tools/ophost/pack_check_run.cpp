@@ -6,7 +6,13 @@
 // buffers, output elements never written, inputs changed without MUTATES_INPUT, and MAY_INPLACE declarations
 // that do not hold. Each report entry goes to the parent through a pipe as soon as it is made, with the
 // sample and stage the child is in, so a crash (a signal) or a hang (killed after --timeout) is reported as a
-// finding naming the op and the sample, and the check goes on with the next op.
+// finding naming the op and the sample, and the check goes on with the next op. A sample's expected outputs are
+// compared with the op's, and the first finite inputs run again with NaN, +inf and -inf (the NaN/Inf probe, a
+// note); the value helpers for both are in pack_check_values.cpp.
+//
+// Over 600 lines: the checker (OpChecker), its guarded buffers and the fork/pipe protocol that carries its report
+// share one private buffer type and run function; the buffers and the protocol could move to files of their own
+// once the host and the backend test host share one op runner (docs/architecture.md).
 #include "pack_check_internal.hpp"
 
 #include <ophost/error.hpp>
@@ -249,6 +255,7 @@ struct RunResult {
   enum class Outcome { kRan, kInferRejected, kInferInvalid, kKernelFailed, kComputeFailed };
   Outcome outcome = Outcome::kRan;
   std::string infer_error;
+  std::string compute_error;  // kComputeFailed: the status message
   std::vector<Buffer> outputs;
   std::vector<bool> filled;  // outputs with a buffer (shape from infer, or allocate_output called)
 };
@@ -281,6 +288,7 @@ class OpChecker {
     size_t ran = 0, inplace_runs = 0;
     bool compute_failed = false;
     std::vector<std::string> rejected, dtypes_run;
+    std::optional<std::pair<std::vector<Buffer>, RunResult>> probe_base;  // for the NaN/Inf probe
     for (auto& inputs : samples) {
       if (report_.count() >= kMaxFindingsPerOp) break;
       const std::string probe = describe_sample(inputs);
@@ -292,11 +300,14 @@ class OpChecker {
       std::string dt = inputs.empty() ? "no inputs" : dtype_str(inputs[0].dtype);
       if (std::find(dtypes_run.begin(), dtypes_run.end(), dt) == dtypes_run.end()) dtypes_run.push_back(dt);
       check_unwritten(inputs, probe, r);
+      compare_expected(probe, r);
       for (size_t a = 0; a < op_->num_aliases; ++a) {
         const oph_alias_def* al = op_->aliases[a];
         if (al->kind == OPH_ALIAS_MAY_INPLACE && check_inplace(*al, inputs, r, probe)) ++inplace_runs;
       }
+      if (!probe_base && all_finite(inputs)) probe_base.emplace(inputs, std::move(r));
     }
+    if (probe_base && report_.count() < kMaxFindingsPerOp) nan_probe(probe_base->first, probe_base->second);
     summarize(ran, inplace_runs, compute_failed, rejected, dtypes_run);
   }
 
@@ -445,6 +456,7 @@ class OpChecker {
       std::string runs = !spec_.inputs.empty() ? (spec_.source.empty() ? "the given inputs" : "the sample's inputs")
                          : std::to_string(ran) + " runs, " + join(dtypes_run, ", ") +
                                (spec_.source.empty() ? "" : ", the sample's attributes");
+      if (!spec_.outputs.empty()) runs += ", outputs equal the expected ones";
       report_.ok(label_ + ": run check (" + runs +
                  (inplace_runs ? ", " + std::to_string(inplace_runs) + " in place" : "") +
                  "): infer agrees with compute, every output element written, no writes outside the buffers, "
@@ -649,6 +661,7 @@ class OpChecker {
       return r;
     }
     if (!e.empty()) {
+      r.compute_error = e;
       find(probe, "compute failed: " + e + " (infer had accepted these inputs)",
            "reject these inputs in infer with the same message (the host then reports it before running), or "
            "handle them in compute",
@@ -659,6 +672,79 @@ class OpChecker {
     check_inputs(probe, inputs, before);
     check_outputs(probe, r, inferred, allocated, out_infos);
     return r;
+  }
+
+  // The sample's expected outputs (RunSpec::outputs) against this run's (pack_check_values.cpp).
+  void compare_expected(const std::string& probe, const RunResult& r) {
+    for (const auto& [o, want] : spec_.outputs) {
+      if (o >= r.outputs.size() || !r.filled[o]) continue;
+      const Buffer& got = r.outputs[o];
+      if (std::string what = expected_mismatch(output_name(o), got.dtype, got.shape, got.data(), want, spec_);
+          !what.empty()) {
+        find(probe, std::move(what),
+             "make compute give the pack's reference, or correct the expected output in the samples file where the "
+             "reference is wrong (a sample's \"atol\" / \"rtol\" only where the difference is rounding)",
+             "expected " + std::to_string(o));
+      }
+    }
+  }
+
+  // Inputs the NaN/Inf probe can take: float32 / float64 with an element, in device memory (not shape-like).
+  bool probeable(size_t i, const Buffer& b) const {
+    return b.dtype.lanes == 1 && b.dtype.code == OPH_DTYPE_FLOAT && (b.dtype.bits == 32 || b.dtype.bits == 64) &&
+           numel(b.shape) > 0 && in_formal_[i]->memory != OPH_MEMORY_HOST;
+  }
+
+  static bool all_finite(const std::vector<Buffer>& inputs) {
+    return std::none_of(inputs.begin(), inputs.end(), [](const Buffer& b) {
+      return has_nonfinite(b.dtype, b.data(), numel(b.shape));
+    });
+  }
+
+  // The NaN/Inf probe: the first inputs that ran (all finite) again with NaN, +inf and -inf in turn at element 0
+  // of each float input; a note says what each did to the outputs (compared with `base`, the run without them).
+  // Informational: NaN semantics are the pack's to choose, and a sample's expected outputs are what holds it to
+  // them. Writes outside the buffers and crashes are still found.
+  void nan_probe(const std::vector<Buffer>& inputs, const RunResult& base) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!probeable(i, inputs[i])) continue;
+      const std::string at = input_name(i) + " " + index_str(inputs[i].shape, 0);
+      std::vector<std::string> effects;
+      for (int which = 0; which < 3; ++which) {
+        std::vector<Buffer> probe_inputs = inputs;
+        set_special(inputs[i].dtype, probe_inputs[i].data(), 0, which);
+        const std::string probe = describe_sample(inputs) + ", " + kSpecialNames[which] + " at " + at;
+        RunResult r = run_once(probe_inputs, probe, std::nullopt, 0, false);
+        quiet_ = false;
+        effects.push_back(std::string(kSpecialNames[which]) + " -> " + probe_effect(r, base, inputs[i].shape));
+        if (r.outcome != RunResult::Outcome::kRan) continue;
+        for (size_t k = 0; k < probe_inputs.size(); ++k) check_guards(probe, probe_inputs[k], input_name(k));
+        for (size_t o = 0; o < r.outputs.size(); ++o)
+          if (r.filled[o]) check_guards(probe, r.outputs[o], output_name(o));
+      }
+      report_.note(label_ + ": NaN/Inf probe at " + at + ": " + join(effects, "; "));
+    }
+  }
+
+  // "Y[0] nan", "compute failed: <message>", "no output changed". An output of the probed input's shape shows its
+  // element 0 (the probed one) also when it did not change.
+  std::string probe_effect(const RunResult& r, const RunResult& base, const std::vector<int64_t>& probed) const {
+    if (r.outcome == RunResult::Outcome::kComputeFailed) return "compute failed: " + r.compute_error;
+    if (r.outcome != RunResult::Outcome::kRan) return "not run";
+    std::vector<std::string> changes;
+    for (size_t o = 0; o < r.outputs.size() && o < base.outputs.size(); ++o) {
+      const Buffer &now = r.outputs[o], &was = base.outputs[o];
+      if (!r.filled[o] || !base.filled[o]) continue;
+      if (!same_dtype(now.dtype, was.dtype) || now.shape != was.shape) {
+        changes.push_back(std::string(out_formal_[o]->name) + " is " + dtype_str(now.dtype) + " " +
+                          shape_str(now.shape) + " (was " + dtype_str(was.dtype) + " " + shape_str(was.shape) + ")");
+        continue;
+      }
+      std::string c = describe_changes(out_formal_[o]->name, now.dtype, now.shape, was.data(), now.data(),
+                                       now.shape == probed ? std::optional<size_t>(0) : std::nullopt);
+      if (!c.empty()) changes.push_back(std::move(c));
+    }
+    return changes.empty() ? "no output changed" : join(changes, ", ");
   }
 
   void check_guards(const std::string& probe, const Buffer& b, const std::string& name) {

@@ -1,16 +1,21 @@
 // `ophost pack check`: the pack's samples file (ophost-samples.json beside the manifest, or --samples FILE),
 // which gives the run check what it cannot make up: values of required attributes, host-memory (shape-like)
-// inputs, shapes an op accepts. Format (docs/writing-a-pack.md, "Samples for pack check"):
+// inputs, shapes an op accepts, and the pack's reference: expected outputs. Format (docs/writing-a-pack.md,
+// "Samples for pack check"):
 //
 //   {"samples": [
 //     {"op": "tut::repeat_rows", "attrs": {"times": 3}},                       // generic inputs, these attributes
 //     {"op": "tut::pad_rows",
 //      "inputs": {"x": {"dtype": "float32", "shape": [2, 3]},                 // random values
 //                 "rows": {"dtype": "int64", "shape": [], "values": [4]},     // these values (flat, C order)
-//                 "0": {"npy": "x.npy"}}}]}                                   // a .npy, relative to the file
+//                 "0": {"npy": "x.npy"}}},                                    // a .npy, relative to the file
+//     {"op": "acme::relu", "name": "NaN stays NaN",                           // named in the report
+//      "inputs": {"x": {"shape": [3], "values": [1, "nan", "-inf"]}},         // "nan", "inf", "-inf" for floats
+//      "outputs": {"y": {"shape": [3], "values": [1, "nan", 0]}},             // expected (every input given)
+//      "atol": 1e-6, "rtol": 1e-5}]}                                          // for float outputs (optional)
 //
 // Each sample is one run spec (as --attr / --input on the command line); an op with samples runs each of them
-// instead of the generic probes' defaults.
+// instead of the generic probes' defaults, and compares its outputs with the expected ones (pack_check_run.cpp).
 #include "pack_check_internal.hpp"
 
 #include <nlohmann/json.hpp>
@@ -90,7 +95,7 @@ oph_dtype sample_dtype(const oph_op_def* op, const oph_io_def* formal, const std
     allowed.push_back(dtype_str(tc->allowed[k]));
   }
   throw UsageError(where + ": " + (name.empty() ? "give \"dtype\"" : "dtype '" + name + "' is not allowed") +
-                   " (input '" + formal->name + "' of " + op_name(op) + " allows " +
+                   " (" + io_kind(op, formal) + " '" + formal->name + "' of " + op_name(op) + " allows " +
                    (allowed.empty() ? std::string("none") : join(allowed, ", ")) + ")");
 }
 
@@ -105,12 +110,22 @@ std::vector<uint8_t> encode_values(const json& values, oph_dtype dtype, const st
       return UsageError(where + ": values[" + std::to_string(i) + "] = " + v.dump() + " " + why);
     };
     if (dtype.code == OPH_DTYPE_FLOAT) {
-      if (!v.is_number()) throw bad("is not a number");
+      double d = 0;
+      if (v.is_string()) {
+        const std::string text = v.get<std::string>();
+        if (text == "nan") d = std::numeric_limits<double>::quiet_NaN();
+        else if (text == "inf") d = std::numeric_limits<double>::infinity();
+        else if (text == "-inf") d = -std::numeric_limits<double>::infinity();
+        else throw bad("is not a number (JSON has no NaN or infinity: write \"nan\", \"inf\" or \"-inf\")");
+      } else if (v.is_number()) {
+        d = v.get<double>();
+      } else {
+        throw bad("is not a number");
+      }
       if (dtype.bits == 32) {
-        float f = v.get<float>();
+        auto f = static_cast<float>(d);
         std::memcpy(p + i * size, &f, size);
       } else {
-        double d = v.get<double>();
         std::memcpy(p + i * size, &d, size);
       }
     } else if (dtype.code == OPH_DTYPE_BOOL) {
@@ -118,6 +133,7 @@ std::vector<uint8_t> encode_values(const json& values, oph_dtype dtype, const st
         throw bad("is not a bool (true, false, 0 or 1)");
       p[i] = v.is_boolean() ? v.get<bool>() : static_cast<uint8_t>(v.get<int64_t>());
     } else {
+      if (v.is_string()) throw bad("is not an integer (\"nan\", \"inf\" and \"-inf\" are for float tensors)");
       if (!v.is_number_integer()) throw bad("is not an integer");
       const bool is_signed = dtype.code == OPH_DTYPE_INT;
       if (!is_signed && v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0)
@@ -135,8 +151,9 @@ std::vector<uint8_t> encode_values(const json& values, oph_dtype dtype, const st
   return bytes;
 }
 
-SampleInput input_from_json(const oph_op_def* op, const oph_io_def* formal, const json& j, const fs::path& base,
-                            const std::string& where) {
+// An input, or (`expected`) an expected output, which needs its values.
+SampleInput tensor_from_json(const oph_op_def* op, const oph_io_def* formal, const json& j, const fs::path& base,
+                             const std::string& where, bool expected) {
   if (!j.is_object()) throw UsageError(where + ": expected an object ({\"npy\": FILE} or {\"dtype\", \"shape\"[, \"values\"]})");
   if (j.contains("npy")) {
     only_keys(j, {"npy"}, where);
@@ -156,6 +173,7 @@ SampleInput input_from_json(const oph_op_def* op, const oph_io_def* formal, cons
   for (const auto& d : j["shape"]) s.shape.push_back(d.get<int64_t>());
   if (s.shape.size() > OPH_MAX_NDIM) throw UsageError(where + ".shape: rank above " + std::to_string(OPH_MAX_NDIM));
   if (!j.contains("values")) {
+    if (expected) throw UsageError(where + ": an expected output needs its \"values\" (or {\"npy\": FILE})");
     if (!fillable(s.dtype)) {
       throw UsageError(where + ": pack check cannot make up random " + dtype_str(s.dtype) + " values; give \"values\"");
     }
@@ -173,8 +191,49 @@ SampleInput input_from_json(const oph_op_def* op, const oph_io_def* formal, cons
   return s;
 }
 
+// A tolerance: a number >= 0.
+double tolerance_from_json(const json& v, const std::string& where) {
+  if (!v.is_number() || !(v.get<double>() >= 0)) {
+    throw UsageError(where + ": expected a number >= 0 (e.g. 1e-5), not " + v.dump());
+  }
+  return v.get<double>();
+}
+
+// The sample's "outputs" (expected values, by output name or index). They need every input given with its
+// values: with random inputs nothing could be expected.
+void expected_from_json(const oph_op_def* op, const json& sample, const fs::path& base, const std::string& where,
+                        RunSpec& spec) {
+  const json& outputs = sample["outputs"];
+  if (!outputs.is_object() || outputs.empty()) {
+    throw UsageError(where + ".outputs: expected an object {\"NAME\": {\"dtype\", \"shape\", \"values\"} or "
+                     "{\"npy\": FILE}, ...}");
+  }
+  std::vector<const oph_io_def*> ins = actual_inputs(op), outs = actual_outputs(op);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    auto it = spec.inputs.find(i);
+    if (it == spec.inputs.end() || it->second.random) {
+      throw UsageError(where + ".outputs: expected outputs need every input given with its values, and input " +
+                       std::to_string(i) + " '" + ins[i]->name + "' is " +
+                       (it == spec.inputs.end() ? "not given" : "random (no \"values\")") +
+                       "; give it in \"inputs\" with \"values\" or \"npy\"");
+    }
+  }
+  for (const auto& [name, value] : outputs.items()) {
+    const std::string at = where + ".outputs." + name;
+    size_t o = input_index(op, outs, name, at, "output");
+    spec.outputs[o] = tensor_from_json(op, outs[o], value, base, at, true);
+  }
+}
+
 RunSpec spec_from_json(const oph_op_def* op, const json& sample, const fs::path& base, const std::string& where) {
   RunSpec spec;
+  for (const char* key : {"atol", "rtol"}) {
+    if (!sample.contains(key)) continue;
+    if (!sample.contains("outputs")) {
+      throw UsageError(where + "." + key + ": a tolerance is for the sample's expected \"outputs\", and it has none");
+    }
+    (std::string(key) == "atol" ? spec.atol : spec.rtol) = tolerance_from_json(sample[key], where + "." + key);
+  }
   if (sample.contains("attrs")) {
     const json& attrs = sample["attrs"];
     if (!attrs.is_object()) throw UsageError(where + ".attrs: expected an object {\"NAME\": VALUE, ...}");
@@ -197,9 +256,10 @@ RunSpec spec_from_json(const oph_op_def* op, const json& sample, const fs::path&
     for (const auto& [name, value] : inputs.items()) {
       const std::string at = where + ".inputs." + name;
       size_t i = input_index(op, formals, name, at);
-      spec.inputs[i] = input_from_json(op, formals[i], value, base, at);
+      spec.inputs[i] = tensor_from_json(op, formals[i], value, base, at, false);
     }
   }
+  if (sample.contains("outputs")) expected_from_json(op, sample, base, where, spec);
   return spec;
 }
 
@@ -243,10 +303,15 @@ std::map<const oph_op_def*, std::vector<RunSpec>> read_samples_file(const std::s
     const json& sample = samples[n];
     const std::string where = file + ": samples[" + std::to_string(n) + "]";
     try {
-      if (!sample.is_object()) throw UsageError(where + ": expected an object {\"op\": ..., \"attrs\": ..., \"inputs\": ...}");
-      only_keys(sample, {"op", "attrs", "inputs"}, where);
+      if (!sample.is_object()) {
+        throw UsageError(where + ": expected an object {\"op\": ..., \"attrs\": ..., \"inputs\": ..., \"outputs\": ...}");
+      }
+      only_keys(sample, {"op", "name", "attrs", "inputs", "outputs", "atol", "rtol"}, where);
       if (!sample.contains("op") || !sample["op"].is_string())
         throw UsageError(where + ".op: expected the op's \"DOMAIN::NAME\"");
+      if (sample.contains("name") && !sample["name"].is_string())
+        throw UsageError(where + ".name: expected a string (what the report calls the sample)");
+      const std::string label = sample.contains("name") ? " (\"" + sample["name"].get<std::string>() + "\")" : "";
       const std::string name = sample["op"].get<std::string>();
       if (!names.count(name)) {
         throw UsageError(where + ".op: the pack has no op '" + name + "' (its ops: " +
@@ -258,7 +323,8 @@ std::map<const oph_op_def*, std::vector<RunSpec>> read_samples_file(const std::s
         if (op_name(op) == name) specs.emplace_back(op, spec_from_json(op, sample, base, where));
       size_t k = ++per_op[name];
       for (auto& [op, spec] : specs) {
-        spec.source = "sample " + std::to_string(k) + " of " + fs::path(file).filename().string();
+        spec.source = "sample " + std::to_string(k) + label + " of " + fs::path(file).filename().string();
+        spec.reference = "samples[" + std::to_string(n) + "]" + label + " of " + file;
         out[op].push_back(std::move(spec));
       }
       ++good;
