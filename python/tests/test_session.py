@@ -479,3 +479,22 @@ def test_on_node_from_two_threads_sharing_a_session(mode):
     with concurrent.futures.ThreadPoolExecutor(2) as ex:
         results = list(ex.map(work, range(2)))
     assert results == [[], []]
+
+
+def test_on_node_lists_bfloat16_outputs_as_skipped():
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Cast", ["x"], ["b"], name="to_bf16", to=TensorProto.BFLOAT16),
+                           helper.make_node("Cast", ["b"], ["y"], name="to_f32", to=TensorProto.FLOAT)], "bf16",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    so = ophost.SessionOptions()
+    so.graph_optimization_level = ophost.GraphOptimizationLevel.ORT_DISABLE_ALL  # keep the casts
+    sess = ophost.InferenceSession(m.SerializeToString(), so)
+    seen = []
+    (y,) = sess.run(None, {"x": np.array([1, 2.5, -3, 4], np.float32)}, on_node=seen.append)
+    assert [n.node for n in seen] == ["to_bf16", "to_f32"]
+    assert seen[0].outputs == {} and seen[0].skipped == ["b: dtype bfloat16 has no NumPy dtype"]
+    np.testing.assert_array_equal(seen[1].outputs["y"], y)

@@ -285,6 +285,31 @@ TEST(NodeObserver, ExceptionFailsTheRunNamingTheNode) {
   }
 }
 
+// The C++ observer copies every host dtype with a fixed size, bfloat16 included (Python lists it as skipped).
+TEST(NodeObserver, CopiesBFloat16Outputs) {
+  TempDir tmp;
+  ModelBuilder b;
+  b.input("x", {4}).output("y", {4});
+  ModelBuilder::attr_int(b.node("Cast", {"x"}, {"h"}, "to_bf16"), "to", onnx::TensorProto::BFLOAT16);
+  ModelBuilder::attr_int(b.node("Cast", {"h"}, {"y"}, "to_f32"), "to", onnx::TensorProto::FLOAT);
+  SessionOptions so;
+  so.opt_level = 0;  // keep the casts
+  auto rt = runtime();
+  auto session = rt->load(b.save(tmp / "bf16.onnx"), so);
+  Tensor x(DType::kFloat32, {4});
+  const float xs[] = {1.f, 2.5f, -3.f, 4.f};
+  std::copy(std::begin(xs), std::end(xs), x.data_as<float>());
+  std::vector<NodeOutputs> seen;
+  session->run({{"x", x}}, [&](const NodeOutputs& n) { seen.push_back(n); });
+  ASSERT_EQ(seen.size(), 2u);
+  ASSERT_EQ(seen[0].outputs.size(), 1u);
+  EXPECT_TRUE(seen[0].skipped.empty());
+  const Tensor& h = seen[0].outputs[0].tensor;
+  ASSERT_EQ(h.dtype(), DType::kBFloat16);
+  EXPECT_EQ(std::vector<uint16_t>(h.data_as<uint16_t>(), h.data_as<uint16_t>() + 4),
+            (std::vector<uint16_t>{0x3F80, 0x4020, 0xC040, 0x4080}));
+}
+
 // Values nchwc-layout keeps channel-blocked are not NCHW bytes: reported as skipped, saying how to see them.
 TEST(NodeObserver, ChannelBlockedValuesAreSkippedWithTheReason) {
   const fs::path model = fs::path(OPHOST_ONNX_CORE_CASES) / "nchwc_conv_chain.onnx";
