@@ -285,12 +285,13 @@ inline void run_node(const Session::Impl& s, Frame& f, size_t ni, RunHooks* hook
 
 // The node loop every run goes through: the session's hooks (when any is on) around every node, nodes in file
 // order, or on the inter-op pool in dependency order when the session runs in parallel mode and the frame allows
-// it.
+// it. `observer`: the run's node observer (null: none), given to this run's hooks only.
 template <class Frame>
-void execute_nodes(Session::Impl& s, const ExecPlan& plan, Frame& f, InterOpPool* inter_op) {
+void execute_nodes(Session::Impl& s, const ExecPlan& plan, Frame& f, InterOpPool* inter_op,
+                   const NodeObserver* observer) {
   const bool parallel = inter_op != nullptr && Frame::kConcurrent;
   std::optional<RunHooks> hooks;
-  if (RunHooks::wanted(s)) hooks.emplace(s, plan, parallel);
+  if (RunHooks::wanted(s, observer)) hooks.emplace(s, plan, parallel, observer);
   RunHooks* h = hooks ? &*hooks : nullptr;
   if (parallel) {
     inter_op->run(s, plan, [&](size_t ni) { run_node(s, f, ni, h); });
@@ -464,7 +465,7 @@ std::unique_ptr<BoundRun> Session::Impl::bind(const ExecPlan& plan) {
 }
 
 void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& outputs,
-                                const std::vector<const Tensor*>& bound) {
+                                const std::vector<const Tensor*>& bound, const NodeObserver* observer) {
   std::unique_ptr<BoundRun> r;
   {
     std::lock_guard lock(plan.free_mutex);
@@ -504,7 +505,7 @@ void Session::Impl::run_planned(ExecPlan& plan, std::vector<NamedTensor>& output
     }
   } give_back{plan, r};
   PlannedFrame frame{*r};
-  execute_nodes(*this, plan, frame, inter_op.get());
+  execute_nodes(*this, plan, frame, inter_op.get(), observer);
   for (size_t o = 0; o < output_values.size(); ++o) {
     const ValueSlot& slot = values[output_values[o]];
     if (slot.producer >= 0) continue;
@@ -529,7 +530,8 @@ bool Session::Impl::lifecycle_checks() const noexcept {
 #endif
 }
 
-void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) {
+void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs,
+                        const NodeObserver* observer) {
   ScratchPoolScope scratch(pool.get());  // kernels' scratch_alloc serves from this session's pool
   std::optional<DeadlineScope> deadline;  // SessionOptions::run_timeout_ms, unless an enclosing run ends earlier
   if (run_timeout_ms > 0) {
@@ -631,19 +633,19 @@ void Session::Impl::run(const std::vector<NamedTensor>& inputs, std::vector<Name
     if (std::find(profile_plans.begin(), profile_plans.end(), plan) == profile_plans.end())
       profile_plans.push_back(plan);
   }
-  if (plan->planned) run_planned(*plan, outputs, bound);
-  else run_generic(*plan, bound, outputs);
+  if (plan->planned) run_planned(*plan, outputs, bound, observer);
+  else run_generic(*plan, bound, outputs, observer);
 }
 
 void Session::Impl::run_generic(const ExecPlan& plan, const std::vector<const Tensor*>& bound,
-                                std::vector<NamedTensor>& outputs) {
+                                std::vector<NamedTensor>& outputs, const NodeObserver* observer) {
   if (copy_count || !device_pools.empty()) {
     throw Error(Code::kUnimplemented, model.path.string() + ": some shapes are only known while running, and device "
                                       "placement needs a static memory plan; give the inputs fixed shapes or run on "
                                       "cpu only");
   }
   GenericFrame frame(*this, plan, bound);
-  execute_nodes(*this, plan, frame, inter_op.get());
+  execute_nodes(*this, plan, frame, inter_op.get(), observer);
   int64_t allocs = 0;
   for (size_t o = 0; o < output_values.size(); ++o) {
     int v = output_values[o];

@@ -152,6 +152,24 @@ ValueDump::ValueDump(const Session::Impl& s, std::filesystem::path dir) : s_(s),
   entries_.resize(s.values.size());
 }
 
+std::string host_copy(const Session::Impl& s, int v, const oph_tensor& t, Tensor& out) {
+  if (t.device.device_type != OPH_DL_CPU) return "on device '" + s.values[v].device + "', not in host memory";
+  const DType dt = from_dl(t.dtype);
+  if (dt == DType::kString || dt == DType::kUndefined || dtype_size(dt) == 0)
+    return std::string("dtype ") + dtype_name(dt) + " has no host copy";
+  std::vector<int64_t> shape = shape_of(t);
+  if (t.ndim < 0 || (t.data == nullptr && shape_numel(shape) != 0)) return "not allocated";
+  if (s.values[v].blocked_layout) {
+    return "kept channel-blocked by the nchwc-layout pass (nChw8c/16c byte order, not NCHW); load with that pass "
+           "disabled (SessionOptions::disabled_passes) to see it";
+  }
+  Tensor copy(dt, std::move(shape));
+  auto [p, n] = host_bytes(t);
+  if (n) std::memcpy(copy.data(), p, n);
+  out = std::move(copy);
+  return {};
+}
+
 void ValueDump::dump_value(int v, const oph_tensor& t) {
   Entry e;
   e.present = true;
@@ -159,16 +177,10 @@ void ValueDump::dump_value(int v, const oph_tensor& t) {
   e.dtype = dtype_name(dt);
   e.shape = shape_of(t);
   e.device = t.device.device_type == OPH_DL_CPU ? "cpu" : s_.values[v].device;
-  if (t.device.device_type != OPH_DL_CPU) {
-    e.skipped = "on device '" + e.device + "' (only host memory is dumped)";
-  } else if (dt == DType::kString || dt == DType::kBFloat16 || dt == DType::kUndefined) {
+  Tensor copy;
+  if (dt == DType::kBFloat16) {
     e.skipped = std::string("dtype ") + e.dtype + " has no .npy form";
-  } else if (t.data == nullptr && shape_numel(e.shape) != 0) {
-    e.skipped = "not allocated";
-  } else {
-    Tensor copy(dt, e.shape);
-    auto [p, n] = host_bytes(t);
-    if (n) std::memcpy(copy.data(), p, n);
+  } else if (e.skipped = host_copy(s_, v, t, copy); e.skipped.empty()) {
     std::string file;
     {
       std::lock_guard lock(mutex_);

@@ -1,6 +1,6 @@
 // Debugging hooks of the executor loop (called from RunHooks, run_hooks.hpp; nothing here runs when they are off):
 //  - ValueDump: SessionOptions::dump_dir, every value a run produces as .npy plus index.json (ophost run --dump,
-//    compared by ophost diff);
+//    compared by ophost diff); host_copy, the copy of a value it writes, is also what a run's NodeObserver gets;
 //  - kernel checks: SessionOptions::debug_kernels, outputs poisoned before compute and checked after it for
 //    elements never written, inputs copied before and compared after (writes into undeclared inputs).
 #pragma once
@@ -46,6 +46,12 @@ class ValueDump {
 };
 
 // dump_file_stem (a value's file name in a dump) is public: <ophost/runtime.hpp>.
+
+// A host-memory copy of `t`, the tensor of value `v` of session `s` in a running node's call, for the dump and a
+// run's node observer: fills `out` and returns "", or leaves `out` alone and returns why there is no copy ("on
+// device 'D', not in host memory", "dtype string has no host copy", "not allocated", "kept channel-blocked by the
+// nchwc-layout pass ...": such bytes would read as garbage in NCHW order).
+std::string host_copy(const Session::Impl& s, int v, const oph_tensor& t, Tensor& out);
 
 // "domain::op" ("Op" alone for the standard domain), the pack ("host" for control flow and copies), and the pass
 // that made the node when that can be told from the node ("" otherwise).

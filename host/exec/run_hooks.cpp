@@ -92,12 +92,12 @@ void check_deadline(const std::string& what) {
                   "kernel already running is not interrupted");
 }
 
-bool RunHooks::wanted(const Session::Impl& s) noexcept {
-  return s.profiling || s.check_numerics || s.lifecycle_checks() || t_deadline.set() || s.debug_kernels ||
-         !s.dump_dir.empty();
+bool RunHooks::wanted(const Session::Impl& s, const NodeObserver* observer) noexcept {
+  return observer != nullptr || s.profiling || s.check_numerics || s.lifecycle_checks() || t_deadline.set() ||
+         s.debug_kernels || !s.dump_dir.empty();
 }
 
-RunHooks::RunHooks(Session::Impl& s, const ExecPlan& plan, bool concurrent)
+RunHooks::RunHooks(Session::Impl& s, const ExecPlan& plan, bool concurrent, const NodeObserver* observer)
     : s_(s),
       plan_(plan),
       concurrent_(concurrent),
@@ -105,6 +105,7 @@ RunHooks::RunHooks(Session::Impl& s, const ExecPlan& plan, bool concurrent)
       lifecycle_(s.lifecycle_checks()),
       numerics_(s.check_numerics),
       debug_kernels_(s.debug_kernels),
+      observer_(observer),
       deadline_(t_deadline) {
   if (profile_) events_.reserve(s.nodes.size());
   if (!s.dump_dir.empty()) dump_ = std::make_unique<ValueDump>(s, s.dump_dir);
@@ -166,12 +167,53 @@ void RunHooks::after(size_t ni, const oph_compute_context& ctx, Clock::time_poin
     }
   }
   if (dump_) dump_->node_done(ni, ctx);
-  auto lock = lock_if_concurrent();
-  if (profile_) {
-    events_.push_back({static_cast<int>(ni), std::chrono::duration<double, std::micro>(t0 - s_.profile_start).count(),
-                       std::chrono::duration<double, std::micro>(t1 - t0).count(), &plan_});
+  {
+    auto lock = lock_if_concurrent();
+    if (profile_) {
+      events_.push_back({static_cast<int>(ni),
+                         std::chrono::duration<double, std::micro>(t0 - s_.profile_start).count(),
+                         std::chrono::duration<double, std::micro>(t1 - t0).count(), &plan_});
+    }
+    if (lifecycle_) lifecycle_after(ni);
   }
-  if (!lifecycle_) return;
+  if (observer_) observe(ni, ctx);
+}
+
+void RunHooks::observe(size_t ni, const oph_compute_context& ctx) {
+  const PreparedNode& pn = s_.nodes[ni];
+  NodeOutputs info;
+  info.index = ni;
+  info.node = pn.node->name;
+  info.op = node_op_name(pn);
+  info.pack = node_pack_name(pn);
+  info.device = pn.device;
+  for (size_t o = 0; o < ctx.num_outputs && o < pn.outputs.size(); ++o) {
+    const int v = pn.outputs[o];
+    if (v < 0 || !ctx.outputs[o]) continue;
+    Tensor copy;
+    if (std::string why = host_copy(s_, v, *ctx.outputs[o], copy); why.empty())
+      info.outputs.push_back({s_.values[v].name, std::move(copy)});
+    else
+      info.skipped.push_back(s_.values[v].name + ": " + why);
+  }
+  auto lock = lock_if_concurrent();
+  if (observer_failed_) return;
+  try {
+    (*observer_)(info);
+  } catch (const Error&) {
+    observer_failed_ = true;
+    throw;
+  } catch (const std::exception& e) {
+    observer_failed_ = true;
+    throw Error(Code::kAborted, pn.label + ": the node observer threw: " + e.what());
+  } catch (...) {
+    observer_failed_ = true;
+    throw Error(Code::kAborted, pn.label + ": the node observer threw an exception that is not a std::exception");
+  }
+}
+
+void RunHooks::lifecycle_after(size_t ni) {
+  const PreparedNode& pn = s_.nodes[ni];
   for (int v : pn.outputs)
     if (v >= 0) state_[v] = V::kLive;
   spdlog::debug("node {} '{}': Running -> Finished", ni, pn.node->name);

@@ -45,7 +45,10 @@ size_t resolve_graph(Session::Impl* s, const OpRegistry& registry, const std::ve
   std::map<std::string, int> index;
   auto add_value = [&](const std::string& name) {
     auto [it, fresh] = index.emplace(name, static_cast<int>(s->values.size()));
-    if (fresh) s->values.push_back(ValueSlot{name});
+    if (fresh) {
+      s->values.push_back(ValueSlot{name});
+      s->values.back().blocked_layout = m.blocked_values.count(name) != 0;
+    }
     return it->second;
   };
   for (const auto& [name, tensor] : m.initializers) s->values[add_value(name)].constant = &tensor;

@@ -51,6 +51,8 @@ struct ValueSlot {
   int32_t dl_type = OPH_DL_CPU;
   // A constant uploaded to a device at load (`constant` still points to its host copy, for infer()).
   void* device_constant = nullptr;
+  // Kept channel-blocked by nchwc-layout (Model::blocked_values): its bytes are not in NCHW order.
+  bool blocked_layout = false;
 };
 
 // Resolved attribute values of one node, in the op's schema order (points into the Model and into this
@@ -183,16 +185,20 @@ struct OPHOST_LOCAL Session::Impl {
 
   // Runs every node's infer over the graph, given graph input metadata.
   std::vector<ValueMeta> infer_all(const std::vector<ValueMeta>& graph_inputs) const;
-  void run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs);
+  // `observer`: Session::run's node observer (null: none); an If/Loop/Scan body's run is given none.
+  void run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs,
+           const NodeObserver* observer = nullptr);
   std::shared_ptr<ExecPlan> make_plan(std::vector<std::vector<int64_t>> input_shapes,
                                       std::vector<ValueMeta> meta) const;
   std::unique_ptr<BoundRun> bind(const ExecPlan& plan);
-  void run_planned(ExecPlan& plan, std::vector<NamedTensor>& outputs, const std::vector<const Tensor*>& bound);
+  void run_planned(ExecPlan& plan, std::vector<NamedTensor>& outputs, const std::vector<const Tensor*>& bound,
+                   const NodeObserver* observer);
   // Reserves the arena of the declared shapes' static plan now (session start) instead of at the first run.
   void reserve_static_arena();
   // Node lifecycle checks (run_hooks.hpp): always in debug builds, else at debug log level.
   bool lifecycle_checks() const noexcept;
-  void run_generic(const ExecPlan& plan, const std::vector<const Tensor*>& bound, std::vector<NamedTensor>& outputs);
+  void run_generic(const ExecPlan& plan, const std::vector<const Tensor*>& bound, std::vector<NamedTensor>& outputs,
+                   const NodeObserver* observer);
 };
 
 // A pack's compute / create_kernel called so that a C++ exception escaping it (which breaks the C ABI's rule 4)

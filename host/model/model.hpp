@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -108,6 +109,8 @@ struct Model {
   std::vector<ModelValueInfo> value_infos;
   std::vector<std::pair<std::string, Tensor>> initializers;
   std::vector<Node> nodes;  // topologically sorted (stable: file order kept where it is already valid)
+  // Values the nchwc-layout pass keeps channel-blocked (nChw8c/16c byte order under their NCHW shape).
+  std::set<std::string> blocked_values;
   // Subgraphs only: names the graph (or a graph nested in it) reads that it does not define, in order of first
   // use. They are values of an enclosing graph; the node that owns this subgraph lists them as its implicit
   // inputs.

@@ -19,7 +19,8 @@
 // a plain copy from com.ophost::LayoutReorder(to=plain), one per value; the pack picks the block (8 or 16) from
 // the channel count alone, so producer and readers always agree. Values read by subgraphs are node inputs too
 // (implicit inputs), so they get plain copies the same way.
-// Intermediate values seen through debugging hooks (node dumps) are in the blocked byte order inside regions.
+// Intermediate values are in the blocked byte order inside regions: the pass lists them in Model::blocked_values,
+// so a run's node observer reports them as skipped, and it is off while values are dumped (session_build.cpp).
 #include "passes/graph_util.hpp"
 #include "passes/passes.hpp"
 
@@ -252,6 +253,7 @@ PassResult assign_nchwc_layout(Model& m, const PassHooks& hooks) {
   // Readers are visited after their producers (node order is topological), so every blocked value's readers
   // took it blocked or read a plain copy; graph outputs are never blocked.
   m.nodes = std::move(pass.out);
+  m.blocked_values.insert(pass.blocked.begin(), pass.blocked.end());
   if (pass.convs || pass.pools) m.opset_imports[kFusedDomain] = 1;
   r.changed = pass.convs + pass.pools + pass.reorders;
   r.message = std::to_string(pass.blocked.size()) + " values kept channel-blocked, " + std::to_string(pass.convs) +

@@ -38,6 +38,18 @@ void ensure_logging() {
     spdlog::set_default_logger(logger);
   });
 }
+
+// A run with SessionOptions::check_numerics' checks of the graph inputs and outputs around it.
+void run_checked(Session::Impl& impl, const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs,
+                 const NodeObserver* observer) {
+  if (impl.check_numerics) {
+    for (const NamedTensor& in : inputs) check_finite(in.tensor.view(), "graph input '" + in.name + "'");
+  }
+  impl.run(inputs, outputs, observer);
+  if (impl.check_numerics) {
+    for (const NamedTensor& out : outputs) check_finite(out.tensor.view(), "graph output '" + out.name + "'");
+  }
+}
 }  // namespace
 
 struct OPHOST_LOCAL Runtime::Impl {
@@ -183,13 +195,12 @@ std::vector<NamedTensor> Session::run(const std::vector<NamedTensor>& inputs) {
   return outputs;
 }
 void Session::run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs) {
-  if (impl_->check_numerics) {
-    for (const NamedTensor& in : inputs) check_finite(in.tensor.view(), "graph input '" + in.name + "'");
-  }
-  impl_->run(inputs, outputs);
-  if (impl_->check_numerics) {
-    for (const NamedTensor& out : outputs) check_finite(out.tensor.view(), "graph output '" + out.name + "'");
-  }
+  run_checked(*impl_, inputs, outputs, nullptr);
+}
+std::vector<NamedTensor> Session::run(const std::vector<NamedTensor>& inputs, const NodeObserver& observer) {
+  std::vector<NamedTensor> outputs;
+  run_checked(*impl_, inputs, outputs, observer ? &observer : nullptr);
+  return outputs;
 }
 MemoryStats Session::memory_stats() const {
   MemoryStats s = impl_->pool->stats();

@@ -34,6 +34,7 @@ from ._ophost import (
     IOBinding,
     ModelMetadata,
     NodeArg,
+    NodeOutputs,
     NoSuchFile,
     NotImplemented,
     OphostError,
@@ -72,8 +73,8 @@ def get_build_info():
 
 __all__ = [
     "EPFail", "ExecutionMode", "ExecutionOrder", "Fail", "GraphOptimizationLevel", "InferenceSession",
-    "InvalidArgument", "InvalidGraph", "InvalidType", "IOBinding", "ModelMetadata", "NodeArg", "NoSuchFile",
-    "NotImplemented", "OphostError", "OrtValue", "RunOptions", "RuntimeException", "SessionIOBinding",
+    "InvalidArgument", "InvalidGraph", "InvalidType", "IOBinding", "ModelMetadata", "NodeArg", "NodeOutputs",
+    "NoSuchFile", "NotImplemented", "OphostError", "OrtValue", "RunOptions", "RuntimeException", "SessionIOBinding",
     "SessionOptions", "from_dlpack", "get_all_providers", "get_available_providers", "get_build_info", "get_device",
     "get_version_string", "plugins", "set_default_logger_severity",
 ]

@@ -86,6 +86,14 @@ struct OrtValue {
   py::object owner;
 };
 
+// Session::run with a Python callable as its node observer (node_observer.cpp; InferenceSession.run's on_node):
+// on_node(ophost.NodeOutputs) per node, with the GIL taken for each call. Call it with the GIL held; it releases
+// the GIL while the model runs. An exception the callable raises stops the run and is re-raised from here as it
+// was raised; InvalidType when on_node is not callable.
+std::vector<NamedTensor> run_observed(Session& session, const std::vector<NamedTensor>& inputs, py::handle on_node);
+// Registers ophost.NodeOutputs (what on_node receives).
+void bind_node_outputs(py::module_& m);
+
 // DLPack (dlpack.cpp).
 py::capsule to_dlpack(const Tensor& t);
 Tensor from_dlpack(py::handle obj);

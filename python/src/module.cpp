@@ -482,9 +482,12 @@ struct PySession {
     return f;
   }
 
-  std::vector<NamedTensor> run_tensors(const std::vector<NamedTensor>& in) {
+  // `on_node`: None, or InferenceSession.run's per-node callback (run_observed, node_observer.cpp).
+  std::vector<NamedTensor> run_tensors(const std::vector<NamedTensor>& in, py::handle on_node) {
     std::vector<NamedTensor> out;
-    {
+    if (!on_node.is_none()) {
+      out = run_observed(*session, in, on_node);
+    } else {
       py::gil_scoped_release nogil;
       out = session->run(in);
     }
@@ -493,19 +496,20 @@ struct PySession {
     return out;
   }
 
-  py::list run(py::handle output_names, py::handle input_feed, py::handle /*run_options*/) {
+  py::list run(py::handle output_names, py::handle input_feed, py::handle /*run_options*/, py::handle on_node) {
     std::vector<size_t> idx = output_indices(output_names);
     std::vector<NamedTensor> in = feeds(input_feed);
-    std::vector<NamedTensor> out = run_tensors(in);
+    std::vector<NamedTensor> out = run_tensors(in, on_node);
     py::list result(idx.size());
     for (size_t i = 0; i < idx.size(); ++i) result[i] = array_from_tensor(out[idx[i]].tensor);
     return result;
   }
 
-  py::list run_with_ort_values(py::handle output_names, py::handle input_feed, py::handle /*run_options*/) {
+  py::list run_with_ort_values(py::handle output_names, py::handle input_feed, py::handle /*run_options*/,
+                               py::handle on_node) {
     std::vector<size_t> idx = output_indices(output_names);
     std::vector<NamedTensor> in = feeds(input_feed);
-    std::vector<NamedTensor> out = run_tensors(in);
+    std::vector<NamedTensor> out = run_tensors(in, on_node);
     py::list result(idx.size());
     for (size_t i = 0; i < idx.size(); ++i) result[i] = py::cast(OrtValue{out[idx[i]].tensor, py::none()});
     return result;
@@ -1163,6 +1167,7 @@ PYBIND11_MODULE(_ophost, m) {
            "The bound outputs as NumPy arrays (copies), in binding order.");
 
   // --- InferenceSession -------------------------------------------------------------------------------------
+  bind_node_outputs(m);
   py::class_<PySession>(m, "InferenceSession",
                         "A loaded, prepared model: ONNX Runtime's InferenceSession on ophost.\n\n"
                         "InferenceSession(path_or_bytes, sess_options=None, providers=None, provider_options=None)\n"
@@ -1176,17 +1181,24 @@ PYBIND11_MODULE(_ophost, m) {
       .def(py::init(&make_session), py::arg("path_or_bytes"), py::arg("sess_options") = py::none(),
            py::arg("providers") = py::none(), py::arg("provider_options") = py::none())
       .def("run", &PySession::run, py::arg("output_names"), py::arg("input_feed"), py::arg("run_options") = py::none(),
-           "run(output_names, input_feed, run_options=None) -> list of numpy.ndarray\n\n"
+           py::arg("on_node") = py::none(),
+           "run(output_names, input_feed, run_options=None, on_node=None) -> list of numpy.ndarray\n\n"
            "  output_names: names of the outputs wanted, in the order wanted; None = all, in graph order.\n"
            "  input_feed: {input name: numpy.ndarray or OrtValue}; every graph input exactly once. Arrays of the "
            "model's dtype are read in place when C-contiguous and 64-byte aligned, else copied (strided and "
            "Fortran-ordered ones included); a wrong dtype raises InvalidType (a TypeError), a wrong shape or a "
            "byte-swapped array InvalidArgument (a ValueError), naming the input, its dtype and shape.\n"
            "  run_options: a RunOptions (accepted; has no effect).\n"
+           "  on_node: None, or a callable called as on_node(info) after each node of the main graph has computed, "
+           "info an ophost.NodeOutputs (index, node, op, pack, device, outputs {value name: numpy.ndarray copy}, "
+           "skipped): nodes as they run after optimisation (fused nodes as what runs), not those inside "
+           "If/Loop/Scan bodies. Calls are one at a time, on the thread that ran the node (a worker thread in "
+           "ORT_PARALLEL mode), with the GIL held for the call. An exception it raises stops the run and is "
+           "re-raised from run() unchanged. Copying every output makes such a run slower.\n"
            "The GIL is released while the model runs: threads may share one session.")
       .def("run_with_ort_values", &PySession::run_with_ort_values, py::arg("output_names"),
-           py::arg("input_dict_ort_values"), py::arg("run_options") = py::none(),
-           "As run(), with OrtValues (or arrays) in and OrtValues out.")
+           py::arg("input_dict_ort_values"), py::arg("run_options") = py::none(), py::arg("on_node") = py::none(),
+           "As run(), with OrtValues (or arrays) in and OrtValues out; on_node as for run().")
       .def("get_inputs", [](const PySession& s) { return s.inputs; }, "The graph inputs (NodeArg), in order.")
       .def("get_outputs", [](const PySession& s) { return s.outputs; }, "The graph outputs (NodeArg), in order.")
       .def("get_overridable_initializers", [](const PySession& s) { return s.overridable; },

@@ -16,7 +16,7 @@ def test_import_and_package():
     assert ophost.get_version_string() == ophost.__version__
     pkg = pathlib.Path(ophost.__file__).parent
     assert (pkg / "__init__.pyi").exists() and (pkg / "py.typed").exists()
-    for name in ["InferenceSession", "SessionOptions", "RunOptions", "OrtValue", "IOBinding", "NodeArg"]:
+    for name in ["InferenceSession", "SessionOptions", "RunOptions", "OrtValue", "IOBinding", "NodeArg", "NodeOutputs"]:
         assert getattr(ophost, name).__doc__, name
     for meth in ["run", "get_inputs", "get_outputs", "end_profiling", "io_binding", "run_with_iobinding"]:
         assert getattr(ophost.InferenceSession, meth).__doc__, meth
@@ -363,3 +363,138 @@ def test_ctrl_c_is_delivered_when_the_run_returns():
         "    print('interrupted after', n, 'runs')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "interrupted after" in r.stdout, r.stdout + r.stderr
+
+
+# ----- on_node: every node's outputs during a run -----
+
+def _dump(path, feed, tmp_path):
+    """Dump a run of `path` (ophost.dump_dir): (index.json, dump folder)."""
+    so = ophost.SessionOptions()
+    so.add_session_config_entry("ophost.dump_dir", str(tmp_path / "dump"))
+    ophost.InferenceSession(str(path), so).run(None, feed)
+    return json.loads((tmp_path / "dump" / "index.json").read_text()), tmp_path / "dump"
+
+
+@pytest.mark.parametrize("model", ["mixed_small", "broadcast", "relu6_defaults"])
+def test_on_node_sees_every_node_with_the_values_of_a_dump(model, tmp_path):
+    path = MODELS / (model + ".onnx")
+    feed = model_inputs(path)
+    index, dump = _dump(path, feed, tmp_path)
+    files = {v["name"]: v["file"] for v in index["values"]}
+    sess = ophost.InferenceSession(str(path))
+    seen = []
+    outs = sess.run(None, feed, on_node=seen.append)
+    assert [n.index for n in seen] == list(range(len(index["nodes"])))
+    for n, dn in zip(seen, index["nodes"]):
+        assert isinstance(n, ophost.NodeOutputs)
+        assert (n.node, n.op, n.pack, n.device) == (dn["name"], dn["op"], dn["pack"], dn["device"])
+        assert list(n.outputs) == dn["outputs"] and n.skipped == []
+        for name, arr in n.outputs.items():
+            ref = np.load(dump / files[name])
+            assert (arr.dtype, arr.shape) == (ref.dtype, ref.shape) and arr.tobytes() == ref.tobytes(), name
+    assert "Identity" not in [n.op for n in seen]  # nodes as they run after optimisation
+    # The graph outputs as the nodes that computed them gave them are run()'s outputs; the final node's included.
+    produced = {name: arr for n in seen for name, arr in n.outputs.items()}
+    for o, arr in zip(sess.get_outputs(), outs):
+        np.testing.assert_array_equal(produced[o.name], arr)
+    # The arrays are copies: later runs (other inputs, the same arena) leave them as they were.
+    kept = {k: v.copy() for k, v in produced.items()}
+    sess.run(None, {k: (v + 1).astype(v.dtype) for k, v in feed.items()})
+    for k, v in produced.items():
+        assert v.tobytes() == kept[k].tobytes(), k
+    assert repr(seen[0]).startswith("<NodeOutputs 0 '" + seen[0].node + "'")
+
+
+def test_on_node_final_node_output_is_the_run_output(mixed_small, mixed_x):
+    seen = []
+    (y,) = mixed_small.run(["y"], {"x": mixed_x}, on_node=seen.append)
+    assert seen[-1].node == "relu" and list(seen[-1].outputs) == ["y"]
+    np.testing.assert_array_equal(seen[-1].outputs["y"], y)
+    np.testing.assert_allclose(y, np.load(MODELS / "mixed_small.output.y.npy"), rtol=1e-5, atol=1e-6)
+    (ov,) = mixed_small.run_with_ort_values(None, {"x": mixed_x}, on_node=seen.append)
+    assert len(seen) == 10
+    np.testing.assert_array_equal(seen[-1].outputs["y"], ov.numpy())
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("mode", ["ORT_SEQUENTIAL", "ORT_PARALLEL"])
+def test_on_node_exception_is_reraised_unchanged(mode, mixed_x):
+    import traceback
+    so = ophost.SessionOptions()
+    so.execution_mode = getattr(ophost.ExecutionMode, mode)
+    sess = ophost.InferenceSession(str(MODELS / "mixed_small.onnx"), so)
+    calls = []
+
+    def stop_at_third(info):
+        calls.append(info.node)
+        if len(calls) == 3:
+            raise _Stop("enough at " + info.node)
+
+    with pytest.raises(_Stop) as e:
+        sess.run(None, {"x": mixed_x}, on_node=stop_at_third)
+    assert type(e.value) is _Stop and str(e.value) == "enough at " + calls[2]
+    assert len(calls) == 3, "no call after the callback raised"
+    assert "stop_at_third" in [f.name for f in traceback.extract_tb(e.value.__traceback__)]
+    with pytest.raises(KeyError, match="'missing'"):
+        sess.run(None, {"x": mixed_x}, on_node=lambda info: {}["missing"])
+    with pytest.raises(ZeroDivisionError):
+        sess.run_with_ort_values(None, {"x": mixed_x}, on_node=lambda info: 1 / 0)
+    # The session runs on as before.
+    np.testing.assert_allclose(sess.run(None, {"x": mixed_x})[0], np.load(MODELS / "mixed_small.output.y.npy"),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_on_node_must_be_callable(mixed_small, mixed_x):
+    with pytest.raises(TypeError, match="on_node must be a callable"):
+        mixed_small.run(None, {"x": mixed_x}, on_node=5)
+    mixed_small.run(None, {"x": mixed_x}, on_node=None)
+
+
+@pytest.mark.parametrize("mode", ["ORT_SEQUENTIAL", "ORT_PARALLEL"])
+def test_on_node_from_two_threads_sharing_a_session(mode):
+    path = MODELS / "broadcast.onnx"
+    so = ophost.SessionOptions()
+    so.execution_mode = getattr(ophost.ExecutionMode, mode)
+    so.inter_op_num_threads = 3
+    sess = ophost.InferenceSession(str(path), so)
+    names = [o.name for o in sess.get_outputs()]
+    rng = np.random.default_rng(2)
+    base = model_inputs(path)
+    feeds = [{k: (v + rng.standard_normal(v.shape).astype(np.float32)) for k, v in base.items()} for _ in range(40)]
+    serial = [sess.run(None, f) for f in feeds]
+
+    def work(t):
+        bad = []
+        for k in range(t, len(feeds), 2):
+            seen = {}
+            outs = sess.run(None, feeds[k], on_node=lambda info: seen.update(info.outputs))
+            for name, a, b in zip(names, outs, serial[k]):
+                if a.tobytes() != b.tobytes() or seen[name].tobytes() != b.tobytes():
+                    bad.append((k, name))
+        return bad
+
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        results = list(ex.map(work, range(2)))
+    assert results == [[], []]
+
+
+def test_on_node_lists_bfloat16_outputs_as_skipped():
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Cast", ["x"], ["b"], name="to_bf16", to=TensorProto.BFLOAT16),
+                           helper.make_node("Cast", ["b"], ["y"], name="to_f32", to=TensorProto.FLOAT)], "bf16",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    so = ophost.SessionOptions()
+    so.graph_optimization_level = ophost.GraphOptimizationLevel.ORT_DISABLE_ALL  # keep the casts
+    sess = ophost.InferenceSession(m.SerializeToString(), so)
+    seen = []
+    (y,) = sess.run(None, {"x": np.array([1, 2.5, -3, 4], np.float32)}, on_node=seen.append)
+    assert [n.node for n in seen] == ["to_bf16", "to_f32"]
+    assert seen[0].outputs == {} and seen[0].skipped == ["b: dtype bfloat16 has no NumPy dtype"]
+    np.testing.assert_array_equal(seen[1].outputs["y"], y)

@@ -47,13 +47,19 @@ Tensor input() {
   return x;
 }
 
-TEST(Placement, PreferredDeviceWithFallbackAndSharedCopies) {
-  TempDir tmp;
-  fs::path model = mixed_model(tmp.path());
+// A runtime that finds the fakedev backend, the fakedevops pack and this build's plugins, in that order.
+RuntimeOptions fakedev_options(const TempDir& tmp) {
   RuntimeOptions ro;
   ro.plugin_paths = {backend_root(tmp, "fakedev", FAKE_PLUGIN_fakedev), OPHOST_PLACEMENT_PLUGIN_DIR, kPluginDir};
   ro.use_env_plugin_path = false;
   ro.use_default_plugin_dir = false;
+  return ro;
+}
+
+TEST(Placement, PreferredDeviceWithFallbackAndSharedCopies) {
+  TempDir tmp;
+  fs::path model = mixed_model(tmp.path());
+  RuntimeOptions ro = fakedev_options(tmp);
   Runtime rt(ro);
   auto cpu = rt.load(model);
   SessionOptions dev;
@@ -111,6 +117,49 @@ TEST(Placement, RequestedDeviceMustBeUsable) {
   ProcResult r = ophost({"run", model.string(), "--random", "--device", "cuda"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_CONTAINS(r.err, "device 'cuda' was requested");
+}
+
+// A run's node observer sees every node, Copy nodes included; outputs on fakedev are listed as skipped, those in
+// host memory are copied.
+TEST(Placement, NodeObserverSkipsValuesOnADevice) {
+  TempDir tmp;
+  fs::path model = mixed_model(tmp.path());
+  Runtime rt(fakedev_options(tmp));
+  SessionOptions dev;
+  dev.devices = {"fakedev", "cpu"};
+  auto placed = rt.load(model, dev);
+  std::vector<NodeOutputs> seen;
+  auto out = placed->run({{"x", input()}}, [&](const NodeOutputs& n) { seen.push_back(n); });
+  const std::vector<KernelInfo> kernels = placed->kernels();
+  ASSERT_EQ(seen.size(), kernels.size());
+  size_t on_device = 0, on_cpu = 0;
+  for (size_t k = 0; k < seen.size(); ++k) {
+    const NodeOutputs& n = seen[k];
+    SCOPED_TRACE(n.node);
+    EXPECT_EQ(n.index, k);
+    EXPECT_EQ(n.node, kernels[k].node);
+    EXPECT_EQ(n.device, kernels[k].device);
+    if (n.device == "fakedev") {
+      ++on_device;
+      EXPECT_TRUE(n.outputs.empty());
+      ASSERT_EQ(n.skipped.size(), 1u);
+      EXPECT_CONTAINS(n.skipped[0], "on device 'fakedev', not in host memory");
+    } else {
+      ++on_cpu;
+      EXPECT_TRUE(n.skipped.empty());
+      EXPECT_EQ(n.outputs.size(), 1u);
+    }
+  }
+  // relu1, add1, relu2, add2 and the copies of x and s to fakedev; relu6_scale and the copies of a, y, z to cpu.
+  EXPECT_EQ(on_device, 6u);
+  EXPECT_EQ(on_cpu, 4u);
+  for (const NamedTensor& o : out) {
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const NodeOutputs& n) {
+      return !n.outputs.empty() && n.outputs[0].tensor.nbytes() == o.tensor.nbytes() &&
+             std::memcmp(n.outputs[0].tensor.data(), o.tensor.data(), o.tensor.nbytes()) == 0;
+    });
+    EXPECT_NE(it, seen.end()) << "graph output '" << o.name << "' was not observed in host memory";
+  }
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -167,6 +168,31 @@ struct KernelInfo {
   bool reference = false;  // a reference/fallback implementation (slow): the session warns at load
 };
 
+// What a run's node observer (Session::run with a NodeObserver) is given after one node of the main graph has
+// computed: the node as it runs after optimisation (a fused node appears as the fused op; device boundary Copy
+// nodes appear too) and host-memory copies of its outputs. Only valid during the observer call: keep what you need
+// (copying a Tensor out of it is cheap and shares a buffer that belongs to nothing else: not to the run, whose
+// buffers are reused by later nodes and runs).
+struct NodeOutputs {
+  size_t index = 0;    // position in execution order (Session::kernels() lists the nodes in that order)
+  std::string node;    // the node's name
+  std::string op;      // "domain::op_type" ("" domain shown as the op type alone), as in KernelInfo
+  std::string pack;    // the pack whose kernel ran it ("ophost (host)": If/Loop/Scan, Copy), as in KernelInfo
+  std::string device;  // where it ran
+  // Copies of the node's outputs in host memory, named by value, in the node's output order (an optional output
+  // the node does not produce is left out).
+  std::vector<NamedTensor> outputs;
+  // "<value name>: <reason>" for each output not copied: on another device than the CPU, a dtype without a host
+  // copy (string), not allocated, or kept channel-blocked by the nchwc-layout pass (bytes not in NCHW order;
+  // SessionOptions::disabled_passes {"nchwc-layout"} shows them, as dump_dir does).
+  std::vector<std::string> skipped;
+};
+
+// Called after each node of a run (Session::run(inputs, observer)); see NodeOutputs. An exception it throws fails
+// the run: an ophost::Error as it is, another std::exception (or anything else) as Error(kAborted) naming the
+// node.
+using NodeObserver = std::function<void(const NodeOutputs&)>;
+
 class Session;
 
 // The file name (without ".npy") of value `name` in a dump (SessionOptions::dump_dir): characters other than
@@ -230,6 +256,15 @@ class OPHOST_API Session {
   // Same, writing into `outputs`: tensors already there with the right dtype and shape are reused (a steady
   // state of static shapes then allocates nothing); others are replaced. Safe to call from several threads.
   void run(const std::vector<NamedTensor>& inputs, std::vector<NamedTensor>& outputs);
+  // Same as run(inputs), calling `observer` after every node of the main graph has computed (what
+  // SessionOptions::dump_dir writes, in memory): after optimisation, so fused nodes appear as what runs; nodes
+  // inside If/Loop/Scan bodies are not observed (the If/Loop/Scan node's own outputs are). The observer runs on
+  // the thread that ran the node (the caller's, or an inter-op worker in parallel execution mode, where nodes may
+  // complete out of index order); calls are never concurrent. It must not run this session again. Each call copies
+  // the node's outputs, so an observed run is slower; an empty observer is a plain run, and a plain run pays
+  // nothing for this. An exception from the observer stops the run (no later node starts, no later call is made)
+  // and propagates (see NodeObserver).
+  std::vector<NamedTensor> run(const std::vector<NamedTensor>& inputs, const NodeObserver& observer);
 
   MemoryStats memory_stats() const;
   MemoryPlanReport memory_plan() const;
