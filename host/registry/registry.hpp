@@ -45,9 +45,10 @@ struct OpEntry {
 class OpRegistry {
  public:
   // Registers one op of a loaded plugin: validates its definition (validate_op_def; an invalid one is an
-  // Error(kInvalidArgument) naming the plugin) and converts it into an OpSchema. Two packs serving the same (domain, name, device) over overlapping
-  // ranges is an Error(kAlreadyExists) naming both packs, both manifests, the op and both ranges -- unless
-  // allow_override: then a warning is logged and the later registration wins where the ranges overlap.
+  // Error(kInvalidArgument) naming the plugin) and converts it into an OpSchema. Two packs serving the same
+  // (domain, name, device) over overlapping ranges is an Error(kAlreadyExists) naming both packs, both
+  // manifests, the op and both ranges -- unless allow_override: then a warning is logged and the later
+  // registration wins where the ranges overlap.
   void add(const LoadedPlugin& plugin, const oph_op_def* op, bool allow_override = false);
   void add(const OpSource& source, const oph_op_def* op, bool allow_override = false);
   // Every op of every loaded plugin, in load order.
