@@ -1,7 +1,7 @@
 // The argument structs of a kernel's create_kernel and compute calls, filled the same way by every caller in the
-// host (session build, the executor's generic frame, an isolated pack's worker, `ophost pack check`): the
-// struct_size this host writes, the process's services unless told otherwise, CPU device 0 unless told otherwise.
-// The arrays are vectors (or spans) of pointers, kept alive by the caller for the call.
+// host (session build, the executor's generic frame, an isolated pack's worker): the struct_size this host
+// writes, the process's services unless told otherwise, CPU device 0 unless told otherwise. The arrays are
+// vectors (or spans) of pointers, kept alive by the caller for the call.
 #pragma once
 
 #include <ophost/ophost_plugin.h>

@@ -73,12 +73,9 @@ const OpEntry& control_flow_entry(const std::string& op_type) {
   static const std::map<std::string, OpEntry> entries = [] {
     std::map<std::string, OpEntry> m;
     for (const char* name : {"If", "Loop", "Scan"}) {
-      OpEntry e;
-      e.name = name;
-      e.device = "cpu";
-      e.op = def_of(name);
-      e.source.plugin_name = "ophost (host)";
-      m.emplace(name, std::move(e));
+      OpSource host;
+      host.plugin_name = "ophost (host)";
+      m.emplace(name, OpEntry{std::make_shared<const OpSchema>(OpSchema::from_def(*def_of(name))), host});
     }
     return m;
   }();
@@ -243,7 +240,6 @@ ControlFlowKernel::ControlFlowKernel(const Node& node, int64_t opset, Env env, s
 
 ControlFlowKernel::~ControlFlowKernel() = default;
 
-const oph_op_def* ControlFlowKernel::op_def() const noexcept { return def_of(op_type_); }
 
 void ControlFlowKernel::seal() noexcept {
   std::lock_guard lock(build_mutex_);

@@ -40,7 +40,6 @@ class ControlFlowKernel {
   ControlFlowKernel(const ControlFlowKernel&) = delete;
   ControlFlowKernel& operator=(const ControlFlowKernel&) = delete;
 
-  const oph_op_def* op_def() const noexcept;
   // Output metadata from the metadata of every input (formal and implicit; nullptr for an absent optional
   // input). Builds the bodies on the first call.
   std::vector<ValueMeta> infer(const std::vector<const ValueMeta*>& inputs) const;

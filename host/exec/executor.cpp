@@ -340,11 +340,10 @@ std::shared_ptr<ExecPlan> Session::Impl::make_plan(std::vector<std::vector<int64
       int last = std::max(values[v].last_use, static_cast<int>(ni));
       // MAY_INPLACE: reuse the input's buffer when this node is the input's last reader and sizes match.
       int shared = -1, shared_input = -1;
-      for (size_t a = 0; a < pn.op->num_aliases; ++a) {
-        const oph_alias_def* al = pn.op->aliases[a];
-        if (al->kind != OPH_ALIAS_MAY_INPLACE || al->output_index != static_cast<int32_t>(o)) continue;
-        if (al->input_index < 0 || static_cast<size_t>(al->input_index) >= pn.inputs.size()) continue;
-        int in = pn.inputs[al->input_index];
+      for (const AliasSchema& al : pn.schema->aliases) {
+        if (al.kind != OPH_ALIAS_MAY_INPLACE || al.output != o) continue;
+        if (al.input >= pn.inputs.size()) continue;
+        int in = pn.inputs[al.input];
         if (in < 0 || buffer_of[in] < 0 || values[in].last_use != static_cast<int>(ni)) continue;
         if (bytes_of(in) != bytes_of(v)) continue;
         // The input must not be read again by this node through another slot.

@@ -125,13 +125,13 @@ oph_status* proxy_create(const oph_kernel_create_args* a, void** out_state) noex
     k->op = &p;
     k->id = g_next_kernel++;
     const std::string node = a->node_name ? a->node_name : "";
-    const std::string domain = p.real->domain && *p.real->domain ? p.real->domain : "ai.onnx";
-    k->what = "node '" + node + "' (op " + domain + "::" + p.real->name + ")";
+    const std::string domain = p.schema->domain.empty() ? "ai.onnx" : p.schema->domain;
+    k->what = "node '" + node + "' (op " + domain + "::" + p.schema->name + ")";
     Writer& w = k->create;
     w.u32(static_cast<uint32_t>(Request::kCreate));
     w.u64(k->id);
     w.u32(p.index);
-    w.str(describe_op(*p.real));
+    w.str(p.schema->describe());
     w.str(node);
     w.u32(static_cast<uint32_t>(a->num_inputs));
     k->constants.assign(a->num_inputs, nullptr);
@@ -149,12 +149,7 @@ oph_status* proxy_create(const oph_kernel_create_args* a, void** out_state) noex
     for (size_t o = 0; o < a->num_outputs; ++o) put_value_info(w, *a->outputs[o]);
     w.u32(static_cast<uint32_t>(a->num_attrs));
     for (size_t i = 0; i < a->num_attrs; ++i) put_attr(w, *a->attrs[i], k->what + ": attribute " + std::to_string(i));
-    for (size_t al = 0; al < p.real->num_aliases; ++al) {
-      const oph_alias_def* d = p.real->aliases[al];
-      if (d->kind == OPH_ALIAS_MUTATES_INPUT && d->input_index >= 0 &&
-          static_cast<size_t>(d->input_index) < k->mutates.size())
-        k->mutates[static_cast<size_t>(d->input_index)] = true;
-    }
+    for (size_t i = 0; i < k->mutates.size(); ++i) k->mutates[i] = p.schema->declares(OPH_ALIAS_MUTATES_INPUT, i);
     std::lock_guard lock(p.worker->mutex());
     create_in_worker(*k);
     *out_state = k.release();
@@ -353,7 +348,7 @@ std::unique_ptr<IsolatedPacks> install_isolation(const PluginSet& plugins, std::
     names.insert(n);
   }
   auto set = std::make_unique<IsolatedPacks>();
-  std::map<const oph_op_def*, ProxyOp*> proxies;
+  std::map<const OpSchema*, ProxyOp*> proxies;
   std::map<const LoadedPlugin*, PackWorker*> workers;
   size_t isolated = 0;
   for (PreparedNode& pn : nodes) {
@@ -364,7 +359,7 @@ std::unique_ptr<IsolatedPacks> install_isolation(const PluginSet& plugins, std::
       throw Error(Code::kInvalidArgument, pn.label + ": runs on " + pn.device + ", but pack isolation "
                                           "(--isolate-packs) runs CPU kernels only; leave pack '" + plugin.name() +
                                           "' out of it or place the node on the CPU (--device cpu)");
-    ProxyOp*& proxy = proxies[pn.op];
+    ProxyOp*& proxy = proxies[pn.schema];
     if (!proxy) {
       PackWorker*& worker = workers[&plugin];
       if (!worker) {
@@ -374,22 +369,24 @@ std::unique_ptr<IsolatedPacks> install_isolation(const PluginSet& plugins, std::
         worker = set->workers.back().get();
       }
       const auto& ops = plugin.ops();
-      const auto at = std::find(ops.begin(), ops.end(), pn.op);
+      const oph_op_def* real = pn.schema->calls.def;
+      const auto at = std::find(ops.begin(), ops.end(), real);
       if (at == ops.end()) throw Error(Code::kInternal, pn.label + ": op not in its pack's table");
       ProxyOp& p = set->ops.emplace_back();
       std::memset(&p.def, 0, sizeof p.def);
-      std::memcpy(&p.def, pn.op, std::min(pn.op->struct_size, sizeof p.def));  // a 1.0 pack's def is shorter
+      std::memcpy(&p.def, real, std::min(real->struct_size, sizeof p.def));  // a 1.0 pack's def is shorter
       p.def.struct_size = OPH_OP_DEF_STRUCT_SIZE;
       p.def.create_kernel = &proxy_create;
       p.def.destroy_kernel = &proxy_destroy;
       p.def.compute = &proxy_compute;
       p.def.kernel_impl = &proxy_impl;
-      p.real = pn.op;
+      p.schema = pn.schema;
+      p.calls = OpCalls::of(p.def);
       p.worker = worker;
       p.index = static_cast<uint32_t>(at - ops.begin());
       proxy = &p;
     }
-    pn.op = &proxy->def;
+    pn.calls = &proxy->calls;
     ++isolated;
   }
   spdlog::debug("pack isolation: {} nodes run in worker processes", isolated);

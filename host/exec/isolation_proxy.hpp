@@ -12,6 +12,8 @@
 // from its recorded request.
 #pragma once
 
+#include "registry/op_schema.hpp"
+
 #include <ophost/ophost_plugin.h>
 
 #include <cstdint>
@@ -29,11 +31,14 @@ namespace isolation {
 
 class PackWorker;
 
-// The proxy definition of one op of an isolated pack: `def` first, so the op pointer the host passes to
-// create_kernel leads back here (a standard-layout struct and its first member share their address).
+// The proxy of one op of an isolated pack: a copy of the pack's definition whose kernel functions are the
+// proxy's, and the calls the node is dispatched through (PreparedNode::calls; infer stays the pack's). `def`
+// first, so the op pointer the host passes to create_kernel leads back here (a standard-layout struct and its
+// first member share their address).
 struct ProxyOp {
   oph_op_def def;
-  const oph_op_def* real;  // the pack's own definition (in the host's copy of the library)
+  const OpSchema* schema;  // the op's schema (its calls are the pack's own, in the host's copy of the library)
+  OpCalls calls;           // def's, read once
   PackWorker* worker;
   uint32_t index;          // in the pack's op table, the same in the worker's copy
 };

@@ -7,6 +7,7 @@
 #include <ophost/manifest.hpp>
 #include "plugins/plugin_set.hpp"
 #include "plugins/verify_cache.hpp"
+#include "registry/op_schema.hpp"
 
 #include <ophost/services.hpp>
 
@@ -139,12 +140,12 @@ oph_value_info read_value_info(Reader& r) {
 
 // One kernel the host asked for, with everything its create arguments pointed to.
 struct Kernel {
-  const oph_op_def* op = nullptr;
+  OpCalls calls;  // of the pack's op
   void* state = nullptr;
   std::vector<std::unique_ptr<OwnedTensor>> constants;  // per input (null when not a constant)
   std::string impl;
   ~Kernel() {
-    if (state && op->destroy_kernel) op->destroy_kernel(state);
+    if (state && calls.destroy_kernel) calls.destroy_kernel(state);
   }
 };
 
@@ -213,7 +214,7 @@ class Worker {
     if (index >= ops.size() || describe_op(*ops[index]) != desc)
       throw Error(Code::kFailedPrecondition, "the pack's op " + std::to_string(index) + " is not " + desc);
     auto k = std::make_unique<Kernel>();
-    k->op = ops[index];
+    k->calls = OpCalls::of(*ops[index]);
     std::vector<oph_value_info> ins(r.u32()), outs;
     k->constants.resize(ins.size());
     for (size_t i = 0; i < ins.size(); ++i) {
@@ -274,11 +275,11 @@ class Worker {
     for (auto& v : ins) in_ptrs.push_back(&v);
     for (auto& v : outs) out_ptrs.push_back(&v);
     for (auto& v : attrs) attr_ptrs.push_back(&v);
-    const oph_kernel_create_args a = kernel_create_args(k->op, in_ptrs, out_ptrs, attr_ptrs, node.c_str());
+    const oph_kernel_create_args a = kernel_create_args(k->calls.def, in_ptrs, out_ptrs, attr_ptrs, node.c_str());
     oph_status* st = nullptr;
-    if (k->op->create_kernel) {
+    if (k->calls.create_kernel) {
       try {
-        st = k->op->create_kernel(&a, &k->state);
+        st = k->calls.create_kernel(&a, &k->state);
       } catch (...) {
         st = make_status(Code::kInternal, "create_kernel threw a C++ exception across the C ABI (the pack must "
                                           "catch it and return a status)");
@@ -376,7 +377,7 @@ class Worker {
     const oph_compute_context ctx = cpu_compute_context(in_ptrs, out_ptrs, &Worker::allocate_output, &call);
     oph_status* st = nullptr;
     try {
-      st = k.op->compute(k.state, &ctx);
+      st = k.calls.compute(k.state, &ctx);
     } catch (...) {
       st = make_status(Code::kInternal, "compute threw a C++ exception across the C ABI (the pack must catch it "
                                         "and return a status)");
@@ -414,8 +415,7 @@ class Worker {
     Kernel& k = kernel(id);
     bool reference = false;
     const char* name = nullptr;
-    if (k.state && OPH_HAS_FIELD(oph_op_def, k.op, kernel_impl) && k.op->kernel_impl)
-      name = k.op->kernel_impl(k.state, &reference);
+    if (k.state && k.calls.kernel_impl) name = k.calls.kernel_impl(k.state, &reference);
     out.i32(0);
     out.str("");
     out.u32(name ? 1 : 0);

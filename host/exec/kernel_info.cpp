@@ -16,9 +16,9 @@ std::vector<KernelInfo> kernel_infos(const Session::Impl& s) {
     k.op = pn.node->domain.empty() ? pn.node->op_type : pn.node->domain + "::" + pn.node->op_type;
     k.pack = pn.entry ? pn.entry->source.plugin_name : std::string();
     k.device = pn.device;
-    if (pn.state != nullptr && OPH_HAS_FIELD(oph_op_def, pn.op, kernel_impl) && pn.op->kernel_impl != nullptr) {
+    if (pn.state != nullptr && pn.calls->kernel_impl != nullptr) {
       bool reference = false;
-      if (const char* impl = pn.op->kernel_impl(pn.state, &reference); impl != nullptr) {
+      if (const char* impl = pn.calls->kernel_impl(pn.state, &reference); impl != nullptr) {
         k.implementation = impl;
         k.reference = reference;
       }

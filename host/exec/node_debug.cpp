@@ -79,15 +79,6 @@ std::pair<std::byte*, size_t> guard_of(const Session::Impl& s, const ExecPlan& p
   return {out.first + out.second, kDebugGuardBytes};
 }
 
-bool declares(const PreparedNode& pn, int32_t kind, size_t input, int64_t output = -1) {
-  for (size_t a = 0; a < pn.op->num_aliases; ++a) {
-    const oph_alias_def* al = pn.op->aliases[a];
-    if (al->kind == kind && al->input_index == static_cast<int32_t>(input) &&
-        (output < 0 || al->output_index == output))
-      return true;
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -299,7 +290,7 @@ void KernelCheck::before(const Session::Impl& s, const ExecPlan& plan, size_t ni
     for (size_t b = 0; b + pat.size() <= out.second; b += pat.size()) std::memcpy(out.first + b, pat.data(), pat.size());
   }
   for (size_t i = 0; i < ctx.num_inputs; ++i) {
-    if (!ctx.inputs[i] || input_shared[i] || declares(pn, OPH_ALIAS_MUTATES_INPUT, i)) continue;
+    if (!ctx.inputs[i] || input_shared[i] || pn.schema->declares(OPH_ALIAS_MUTATES_INPUT, i)) continue;
     auto in = host_bytes(*ctx.inputs[i]);
     if (in.first && in.second) input_copies[i].assign(in.first, in.first + in.second);
   }

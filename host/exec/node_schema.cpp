@@ -4,64 +4,17 @@
 
 #include <ophost/error.hpp>
 
-#include <cstring>
+#include <optional>
 
 namespace ophost {
 
-namespace {
-
-const char* attr_type_name(int32_t t) {
-  switch (t) {
-    case OPH_ATTR_FLOAT: return "float";
-    case OPH_ATTR_INT: return "int";
-    case OPH_ATTR_STRING: return "string";
-    case OPH_ATTR_TENSOR: return "tensor";
-    case OPH_ATTR_FLOATS: return "floats";
-    case OPH_ATTR_INTS: return "ints";
-    case OPH_ATTR_STRINGS: return "strings";
-    default: return "undefined";
-  }
-}
-
-std::string describe_attr_default(const oph_attr_def* d) {
-  if (d->required) return "required";
-  if (d->default_value == nullptr) return "optional";
-  const oph_attr_value& v = *d->default_value;
-  switch (v.type) {
-    case OPH_ATTR_FLOAT: {
-      std::ostringstream s;
-      s << "default " << v.f;
-      return s.str();
-    }
-    case OPH_ATTR_INT: return "default " + std::to_string(v.i);
-    case OPH_ATTR_STRING: return "default '" + std::string(v.s ? v.s : "", v.count) + "'";
-    case OPH_ATTR_UNDEFINED: return "optional";
-    default: return "has default";
-  }
-}
-
-std::string schema_attrs(const oph_op_def* op) {
-  if (op->num_attributes == 0) return "none";
-  std::string out;
-  for (size_t i = 0; i < op->num_attributes; ++i) {
-    const oph_attr_def* d = op->attributes[i];
-    out += (i ? ", " : "") + std::string(d->name) + " (" + attr_type_name(d->type) + ", " +
-           describe_attr_default(d) + ")";
-  }
-  return out;
-}
-
-// Maps the node's actual inputs onto the op's formal inputs; checks arity.
-}  // namespace
-
 void check_arity(const PreparedNode& pn, bool outputs) {
-  const oph_op_def* op = pn.op;
-  const oph_io_def* const* formals = outputs ? op->outputs : op->inputs;
-  size_t nformal = outputs ? op->num_outputs : op->num_inputs;
+  const std::vector<IoSchema>& formals = outputs ? pn.schema->outputs : pn.schema->inputs;
+  const size_t nformal = formals.size();
   const std::vector<std::string>& actual = outputs ? pn.node->outputs : pn.node->inputs;
   const char* what = outputs ? "output" : "input";
   size_t max_actual = nformal;
-  bool variadic = nformal > 0 && formals[nformal - 1]->arity == OPH_ARITY_VARIADIC;
+  bool variadic = nformal > 0 && formals.back().arity == OPH_ARITY_VARIADIC;
   if (variadic) max_actual = SIZE_MAX;
   if (actual.size() > max_actual) {
     throw Error(Code::kInvalidArgument,
@@ -69,48 +22,46 @@ void check_arity(const PreparedNode& pn, bool outputs) {
                     std::to_string(nformal) + "; remove the extra " + what + "s or check the op's version");
   }
   for (size_t f = 0; f < nformal; ++f) {
-    const oph_io_def* d = formals[f];
-    if (d->arity == OPH_ARITY_OPTIONAL) continue;
-    if (d->arity == OPH_ARITY_VARIADIC) {
+    const IoSchema& d = formals[f];
+    if (d.arity == OPH_ARITY_OPTIONAL) continue;
+    if (d.arity == OPH_ARITY_VARIADIC) {
       size_t have = 0;
       for (size_t k = f; k < actual.size(); ++k) have += actual[k].empty() ? 0 : 1;
-      if (have < static_cast<size_t>(std::max(1, d->min_arity))) {
-        throw Error(Code::kInvalidArgument, pn.label + ": variadic " + what + " '" + d->name + "' needs at least " +
-                                                std::to_string(std::max(1, d->min_arity)) + " values, got " +
-                                                std::to_string(have));
+      if (have < static_cast<size_t>(d.min_arity)) {
+        throw Error(Code::kInvalidArgument, pn.label + ": variadic " + what + " '" + d.name + "' needs at least " +
+                                                std::to_string(d.min_arity) + " values, got " + std::to_string(have));
       }
       continue;
     }
     if (outputs) continue;  // a model may leave a required output unnamed only if nobody reads it
     if (f >= actual.size() || actual[f].empty()) {
-      throw Error(Code::kInvalidArgument, pn.label + ": required input " + std::to_string(f) + " '" + d->name +
+      throw Error(Code::kInvalidArgument, pn.label + ": required input " + std::to_string(f) + " '" + d.name +
                                               "' is missing; the model must provide it");
     }
   }
 }
 
 void resolve_attrs(PreparedNode& pn) {
-  const oph_op_def* op = pn.op;
+  const OpSchema& op = *pn.schema;
   const Node& n = *pn.node;
   ResolvedAttrs& ra = pn.attrs;
-  ra.values.resize(op->num_attributes);
-  ra.string_lists.resize(op->num_attributes);
-  ra.tensors.resize(op->num_attributes);
-  std::vector<bool> seen(op->num_attributes, false);
+  ra.values.resize(op.attrs.size());
+  ra.string_lists.resize(op.attrs.size());
+  ra.tensors.resize(op.attrs.size());
+  std::vector<bool> seen(op.attrs.size(), false);
   for (const Attribute& a : n.attributes) {
-    size_t idx = op->num_attributes;
-    for (size_t i = 0; i < op->num_attributes; ++i)
-      if (a.name == op->attributes[i]->name) idx = i;
-    if (idx == op->num_attributes) {
+    const std::optional<size_t> found = op.attr_index(a.name);
+    if (!found) {
       throw Error(Code::kInvalidArgument, pn.label + ": unknown attribute '" + a.name +
-                                              "'; the op accepts: " + schema_attrs(op));
+                                              "'; the op accepts: " + op.describe_attrs());
     }
-    const oph_attr_def* d = op->attributes[idx];
-    if (a.type != d->type) {
+    const size_t idx = *found;
+    const AttrSchema& d = op.attrs[idx];
+    if (a.type != d.type) {
       std::string hint;
-      if (d->type == OPH_ATTR_FLOAT && a.type == OPH_ATTR_INT) hint = " (write it as a float, e.g. 2.0 instead of 2)";
+      if (d.type == OPH_ATTR_FLOAT && a.type == OPH_ATTR_INT) hint = " (write it as a float, e.g. 2.0 instead of 2)";
       throw Error(Code::kInvalidArgument, pn.label + ": attribute '" + a.name + "' is " + attr_type_name(a.type) +
-                                              " but the op declares it " + attr_type_name(d->type) + hint);
+                                              " but the op declares it " + attr_type_name(d.type) + hint);
     }
     seen[idx] = true;
     oph_attr_value& v = ra.values[idx];
@@ -136,17 +87,16 @@ void resolve_attrs(PreparedNode& pn) {
         throw Error(Code::kUnimplemented, pn.label + ": attribute '" + a.name + "' has an unsupported type");
     }
   }
-  for (size_t i = 0; i < op->num_attributes; ++i) {
+  for (size_t i = 0; i < op.attrs.size(); ++i) {
     if (seen[i]) continue;
-    const oph_attr_def* d = op->attributes[i];
-    if (d->required) {
-      throw Error(Code::kInvalidArgument, pn.label + ": required attribute '" + std::string(d->name) + "' (" +
-                                              attr_type_name(d->type) + ") is missing");
+    const AttrSchema& d = op.attrs[i];
+    if (d.required) {
+      throw Error(Code::kInvalidArgument, pn.label + ": required attribute '" + d.name + "' (" +
+                                              attr_type_name(d.type) + ") is missing");
     }
-    ra.values[i] = oph_attr_value{};  // no default: the kernel sees OPH_ATTR_UNDEFINED
-    if (d->default_value != nullptr) {  // points into the pack's static data (valid while it is loaded)
-      std::memcpy(&ra.values[i], d->default_value, std::min(d->default_value->struct_size, sizeof(oph_attr_value)));
-    }
+    // The default (pointing into the pack's static data, valid while it is loaded), or none: the kernel sees
+    // OPH_ATTR_UNDEFINED.
+    ra.values[i] = d.default_value.value_or(oph_attr_value{});
     ra.values[i].struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;
   }
 }

@@ -47,13 +47,9 @@ const oph_op_def kCopyOp = {OPH_OP_DEF_STRUCT_SIZE, "ophost", "Copy", 1, OPH_OPS
 
 const OpEntry& copy_entry() {
   static const OpEntry e = [] {
-    OpEntry x;
-    x.domain = "ophost";
-    x.name = "Copy";
-    x.device = "any";
-    x.op = &kCopyOp;
-    x.source.plugin_name = "ophost (host)";
-    return x;
+    OpSource host;
+    host.plugin_name = "ophost (host)";
+    return OpEntry{std::make_shared<const OpSchema>(OpSchema::from_def(kCopyOp)), host};
   }();
   return e;
 }
@@ -165,8 +161,9 @@ size_t insert_copies(Session::Impl& s, const std::map<std::string, DeviceTarget>
       s.values.push_back(slot);
       PreparedNode cp;
       cp.is_copy = true;
-      cp.op = &kCopyOp;
       cp.entry = &copy_entry();
+      cp.schema = cp.entry->schema.get();
+      cp.calls = &cp.schema->calls;
       cp.device = dev;
       cp.dl_type = target.dl_type;
       const bool to_host = dev == "cpu";
@@ -196,8 +193,8 @@ size_t insert_copies(Session::Impl& s, const std::map<std::string, DeviceTarget>
     for (size_t i = 0; i < pn.inputs.size(); ++i) {
       int v = pn.inputs[i];
       if (v < 0) continue;
-      size_t f = std::min(i, pn.op->num_inputs ? pn.op->num_inputs - 1 : 0);
-      bool host_input = pn.op->num_inputs && pn.op->inputs[f]->memory == OPH_MEMORY_HOST;
+      const IoSchema* formal = pn.schema->formal_input(i);
+      const bool host_input = formal && formal->host_memory;
       const std::string need = host_input ? std::string("cpu") : pn.device;
       if (s.values[v].device != need) pn.inputs[i] = copy_of(v, need);
     }

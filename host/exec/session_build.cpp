@@ -91,8 +91,9 @@ size_t resolve_graph(Session::Impl* s, const OpRegistry& registry, const std::ve
                  ") run by the host";
       ControlFlowKernel::Env env{s->plugins, &registry, options, m.path, m.limits};
       auto kernel = std::make_unique<ControlFlowKernel>(n, opset, std::move(env), pn.label);
-      pn.op = kernel->op_def();
       pn.entry = &control_flow_entry(n.op_type);
+      pn.schema = pn.entry->schema.get();
+      pn.calls = &pn.schema->calls;
       pn.device = "cpu";
       pn.state = pn.control = kernel.get();
       s->control_kernels.push_back(std::move(kernel));
@@ -114,9 +115,10 @@ size_t resolve_graph(Session::Impl* s, const OpRegistry& registry, const std::ve
                                                      : "; " + hint));
     }
     if (!pn.control) {
-      pn.op = entry->op;
       pn.entry = entry;
-      pn.device = entry->device;
+      pn.schema = entry->schema.get();
+      pn.calls = &pn.schema->calls;
+      pn.device = pn.schema->device;
       std::string where = entry->source.plugin ? entry->source.plugin->library_path().string()
                                                : entry->source.manifest_path.string();
       pn.label = file + ": node '" + n.name + "' (" + op_id(n) + ", opset " + std::to_string(opset) +
@@ -245,32 +247,32 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
   };
   // A kernel from another pack than the fused op's (an override) is replaced only when it allows fusion itself.
   auto replaceable = [](const OpEntry* e, const OpEntry* fused) {
-    return (e->op->flags & OPH_OP_FLAG_ALLOW_FUSION) || e->source.plugin_name == fused->source.plugin_name;
+    return e->schema->allow_fusion || e->source.plugin_name == fused->source.plugin_name;
   };
   // com.ophost::FusedConv on the device of `conv`, when a pack serves it with OPH_OP_FLAG_ALLOW_FUSION.
   auto fused_conv_on = [&registry](const OpEntry* conv) -> const OpEntry* {
-    const OpEntry* fused = registry.resolve(kFusedDomain, kFusedConv, 1, conv->device);
-    return fused && (fused->op->flags & OPH_OP_FLAG_ALLOW_FUSION) ? fused : nullptr;
+    const OpEntry* fused = registry.resolve(kFusedDomain, kFusedConv, 1, conv->schema->device);
+    return fused && fused->schema->allow_fusion ? fused : nullptr;
   };
   h.can_fuse_conv = [=](const Model& model, const Node& conv, const Node& act) {
     const OpEntry* c = resolve_node(model, conv);
     const OpEntry* fused = c ? fused_conv_on(c) : nullptr;
     const OpEntry* a = fused ? resolve_node(model, act) : nullptr;
-    return a && a->device == c->device && replaceable(c, fused) && replaceable(a, fused);
+    return a && a->schema->device == c->schema->device && replaceable(c, fused) && replaceable(a, fused);
   };
   h.can_block_conv = [=, &registry](const Model& model, const Node& conv) {
     const OpEntry* c = resolve_node(model, conv);
     const OpEntry* fused = c ? fused_conv_on(c) : nullptr;
     if (!fused) return false;
     // The pack that serves FusedConv and LayoutReorder both implements the blocked-layout attributes.
-    const OpEntry* reorder = registry.resolve(kFusedDomain, kLayoutReorder, 1, c->device);
+    const OpEntry* reorder = registry.resolve(kFusedDomain, kLayoutReorder, 1, c->schema->device);
     return reorder && reorder->source.plugin_name == fused->source.plugin_name && replaceable(c, fused);
   };
   h.can_block_op = [=, &registry](const Model& model, const Node& n, const char* blocked_op) {
     const OpEntry* e = resolve_node(model, n);
     if (!e) return false;
-    const OpEntry* reorder = registry.resolve(kFusedDomain, kLayoutReorder, 1, e->device);
-    const OpEntry* blocked = registry.resolve(kFusedDomain, blocked_op, 1, e->device);
+    const OpEntry* reorder = registry.resolve(kFusedDomain, kLayoutReorder, 1, e->schema->device);
+    const OpEntry* blocked = registry.resolve(kFusedDomain, blocked_op, 1, e->schema->device);
     return reorder && blocked && blocked->source.plugin_name == reorder->source.plugin_name && replaceable(e, blocked);
   };
   return h;
@@ -293,8 +295,8 @@ void check_opset_imports(const Model& m, const OpRegistry& registry, bool allow_
     int64_t newest_op = 0;
     std::string pack;
     for (const OpEntry* e : registry.all()) {
-      if (e->domain != domain || e->since_version <= newest_op) continue;
-      newest_op = e->since_version;
+      if (e->schema->domain != domain || e->schema->since_version <= newest_op) continue;
+      newest_op = e->schema->since_version;
       pack = e->source.plugin_name;
     }
     const int64_t newest = std::max(released->second, newest_op);
@@ -455,8 +457,8 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
   // Kernels, created once per node (those of isolated packs in their worker process, through proxies).
   if (s->plugins) s->isolation = isolation::install_isolation(*s->plugins, s->nodes, options);
   for (PreparedNode& pn : s->nodes) {
-    if (pn.op->flags & OPH_OP_FLAG_SERIALIZE_COMPUTE) pn.serialize = std::make_unique<std::mutex>();
-    if (!pn.op->create_kernel) continue;
+    if (pn.schema->serialize_compute) pn.serialize = std::make_unique<std::mutex>();
+    if (!pn.calls->create_kernel) continue;
     std::vector<oph_value_info> ins, outs;
     std::vector<oph_tensor> views(pn.inputs.size());
     for (size_t i = 0; i < pn.inputs.size(); ++i) {
@@ -484,7 +486,7 @@ std::unique_ptr<Session::Impl> build_session(std::shared_ptr<const PluginSet> pl
     pointers_to(outs, out_ptrs);
     pointers_to(pn.attrs.values, attr_ptrs);
     const oph_kernel_create_args a =
-        kernel_create_args(pn.op, in_ptrs, out_ptrs, attr_ptrs, pn.node->name.c_str(), {pn.dl_type, 0});
+        kernel_create_args(pn.calls->def, in_ptrs, out_ptrs, attr_ptrs, pn.node->name.c_str(), {pn.dl_type, 0});
     throw_if_error(guarded_create_kernel(pn, &a, &pn.state), pn.label + ": create_kernel failed");
   }
   // Bodies were built by the static shape inference above; the registry is not theirs to keep.
@@ -509,7 +511,7 @@ std::unique_ptr<Session::Impl> build_nested_session(std::shared_ptr<const Plugin
 
 Session::Impl::~Impl() {
   for (PreparedNode& pn : nodes) {
-    if (pn.state && pn.op->destroy_kernel) pn.op->destroy_kernel(pn.state);
+    if (pn.state && pn.calls->destroy_kernel) pn.calls->destroy_kernel(pn.state);
     pn.state = nullptr;
   }
   // Bound runs hold device arenas from the pools: drop them before the pools and uploaded constants go.

@@ -5,6 +5,7 @@
 #include "memory/pool.hpp"
 #include "model/model.hpp"
 #include "plugins/plugin_set.hpp"
+#include "registry/op_schema.hpp"
 
 #include <ophost/ophost_plugin.h>
 #include <ophost/services.hpp>
@@ -65,8 +66,10 @@ struct ResolvedAttrs {
 
 struct PreparedNode {
   const Node* node = nullptr;
-  const oph_op_def* op = nullptr;
-  const OpEntry* entry = nullptr;  // registry entry (op and its pack)
+  const OpEntry* entry = nullptr;    // registry entry (schema and pack)
+  const OpSchema* schema = nullptr;  // entry->schema: what the host reads about the op
+  const OpCalls* calls = nullptr;    // the functions its kernel is called through: &schema->calls, or a layer's
+                                     // in their place (pack isolation's proxy)
   std::vector<int> inputs;   // value index, -1 for absent optional inputs
   std::vector<int> outputs;  // value index, -1 for absent optional outputs
   ResolvedAttrs attrs;
@@ -205,7 +208,7 @@ struct OPHOST_LOCAL Session::Impl {
 // becomes an error status instead of unwinding through the host; callers add the node label as for any status.
 inline oph_status* guarded_compute(const PreparedNode& pn, const oph_compute_context* ctx) noexcept {
   try {
-    return pn.op->compute(pn.state, ctx);
+    return pn.calls->compute(pn.state, ctx);
   } catch (const std::exception& e) {
     return make_status(Code::kInternal, std::string("compute threw a C++ exception across the C ABI: ") + e.what() +
                                             " (the pack must catch it and return a status)");
@@ -226,7 +229,7 @@ inline oph_status* compute_node(const PreparedNode& pn, const oph_compute_contex
 inline oph_status* guarded_create_kernel(const PreparedNode& pn, const oph_kernel_create_args* args,
                                          void** state) noexcept {
   try {
-    return pn.op->create_kernel(args, state);
+    return pn.calls->create_kernel(args, state);
   } catch (const std::exception& e) {
     return make_status(Code::kInternal, std::string("create_kernel threw a C++ exception across the C ABI: ") +
                                             e.what() + " (the pack must catch it and return a status)");

@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace ophost {
 
 oph_value_info to_value_info(const ValueMeta& meta, const Tensor* constant, oph_tensor* constant_view) {
@@ -58,7 +60,7 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
       }
       continue;
     }
-    const oph_op_def* op = pn.op;
+    const OpSchema& op = *pn.schema;
     in_infos.assign(pn.inputs.size(), oph_value_info{});
     const_views.assign(pn.inputs.size(), oph_tensor{});
     // Type constraints: every actual value must have an allowed dtype, one dtype per type variable.
@@ -76,24 +78,16 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
                                                 "' is unknown; declare it in the model's graph inputs");
       }
       in_infos[i] = to_value_info(m, values[v].constant, &const_views[i]);
-      size_t f = std::min(i, op->num_inputs ? op->num_inputs - 1 : 0);
-      if (op->num_inputs == 0) continue;
-      const oph_io_def* d = op->inputs[f];
-      const oph_type_constraint* tc = nullptr;
-      for (size_t c = 0; c < op->num_type_constraints; ++c) {
-        const oph_type_constraint* t = op->type_constraints[c];
-        if (d->type_var && std::string_view(t->type_var) == d->type_var) tc = t;
-      }
-      if (!tc) continue;
-      oph_dtype dl = to_dl(m.dtype);
-      bool ok = false;
-      std::string allowed;
-      for (size_t a = 0; a < tc->num_allowed; ++a) {
-        const oph_dtype& x = tc->allowed[a];
-        ok = ok || (x.code == dl.code && x.bits == dl.bits && x.lanes == dl.lanes);
-        allowed += (a ? ", " : "") + std::string(dtype_name(from_dl(x)));
-      }
+      const IoSchema* d = op.formal_input(i);
+      if (!d || d->allowed.empty()) continue;
+      const oph_dtype dl = to_dl(m.dtype);
+      const bool ok = std::any_of(d->allowed.begin(), d->allowed.end(), [&](const oph_dtype& x) {
+        return x.code == dl.code && x.bits == dl.bits && x.lanes == dl.lanes;
+      });
       if (!ok) {
+        std::string allowed;
+        for (const oph_dtype& x : d->allowed)
+          allowed += (allowed.empty() ? "" : ", ") + std::string(dtype_name(from_dl(x)));
         throw Error(Code::kInvalidArgument, pn.label + ": input " + std::to_string(i) + " '" + values[v].name +
                                                 "' is " + dtype_name(m.dtype) + " but the op accepts " + allowed +
                                                 " for " + d->type_var);
@@ -116,7 +110,7 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
     oph_infer_context ic{};
     ic.struct_size = OPH_INFER_CONTEXT_STRUCT_SIZE;
     ic.services = host_services();
-    ic.op = op;
+    ic.op = pn.calls->def;
     ic.num_inputs = in_infos.size();
     ic.inputs = pointers_to(in_infos, in_ptrs);
     ic.num_outputs = out_infos.size();
@@ -124,7 +118,7 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
     ic.num_attrs = pn.attrs.values.size();
     ic.attrs = pointers_to(pn.attrs.values, attr_ptrs);
     ic.node_name = pn.node->name.c_str();
-    throw_if_error(op->infer(&ic), pn.label + ": shape inference failed");
+    throw_if_error(pn.calls->infer(&ic), pn.label + ": shape inference failed");
     for (size_t o = 0; o < pn.outputs.size(); ++o) {
       int v = pn.outputs[o];
       if (v < 0) continue;

@@ -47,7 +47,7 @@ std::vector<OpProfile> Session::write_profile(const std::filesystem::path& file)
     ev["ph"] = "X";
     ev["name"] = pn.node->name + "_kernel_time";
     ev["args"]["op_name"] = op_type;
-    ev["args"]["provider"] = pn.entry->source.plugin_name + ":" + std::string(pn.op->device);
+    ev["args"]["provider"] = pn.entry->source.plugin_name + ":" + pn.schema->device;
     ev["args"]["input_type_shape"] = type_shapes(s, pn.inputs, *e.plan);
     ev["args"]["output_type_shape"] = type_shapes(s, pn.outputs, *e.plan);
     ev["args"]["dur_exact_us"] = e.dur_us;

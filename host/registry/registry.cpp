@@ -1,6 +1,7 @@
 #include "registry/registry.hpp"
 
 #include <ophost/error.hpp>
+#include <ophost/pack.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -33,32 +34,27 @@ std::string source_string(const OpSource& s) {
 
 }  // namespace
 
-std::string OpEntry::describe() const {
-  return show_domain(domain) + "::" + name + " " + range_string(since_version, end_version) + " on " + device;
-}
-
 void OpRegistry::add(const LoadedPlugin& plugin, const oph_op_def* op, bool allow_override) {
   add(OpSource{plugin.name(), plugin.manifest_path(), &plugin}, op, allow_override);
 }
 
 void OpRegistry::add(const OpSource& source, const oph_op_def* op, bool allow_override) {
   if (op == nullptr) throw Error(Code::kInvalidArgument, "plugin " + source_string(source) + ": NULL op definition");
-  OpEntry e;
-  e.domain = normalize_domain(op->domain ? op->domain : "");
-  e.name = op->name ? op->name : "";
-  e.device = op->device ? op->device : "";
-  e.since_version = op->since_version;
-  e.end_version = op->end_version;
-  e.op = op;
-  e.source = source;
+  if (std::string problem = validate_op_def(op); !problem.empty()) {
+    throw Error(Code::kInvalidArgument, "plugin " + source_string(source) + ": op " + describe_op(*op) + ": " +
+                                            problem + "; fix the pack's op table (`ophost pack check` shows it)");
+  }
+  OpEntry e{std::make_shared<const OpSchema>(OpSchema::from_def(*op)), source};
+  const OpSchema& s = *e.schema;
 
-  auto& list = entries_[Key{e.domain, e.name, e.device}];
+  auto& list = entries_[Key{s.domain, s.name, s.device}];
   for (const auto& prev : list) {
-    if (prev.since_version > e.end_version || e.since_version > prev.end_version) continue;
-    std::string what = "op " + show_domain(e.domain) + "::" + e.name + " on " + e.device + " is served by plugin " +
-                       source_string(prev.source) + " for opsets " + range_string(prev.since_version, prev.end_version) +
+    const OpSchema& p = *prev.schema;
+    if (p.since_version > s.end_version || s.since_version > p.end_version) continue;
+    std::string what = "op " + show_domain(s.domain) + "::" + s.name + " on " + s.device + " is served by plugin " +
+                       source_string(prev.source) + " for opsets " + range_string(p.since_version, p.end_version) +
                        " and by plugin " + source_string(source) + " for opsets " +
-                       range_string(e.since_version, e.end_version);
+                       range_string(s.since_version, s.end_version);
     if (!allow_override) {
       throw Error(Code::kAlreadyExists,
                   "conflicting operator packs: " + what +
@@ -101,7 +97,7 @@ std::vector<std::string> OpRegistry::devices_for(std::string_view domain, std::s
                                                  int64_t opset) const {
   std::set<std::string> out;
   for (const auto* e : candidates(domain, name)) {
-    if (e->contains(opset)) out.insert(e->device);
+    if (e->contains(opset)) out.insert(e->schema->device);
   }
   return {out.begin(), out.end()};
 }
@@ -117,8 +113,9 @@ std::string OpRegistry::hint(std::string_view domain_in, std::string_view name_i
   {
     std::vector<std::string> ranges;
     for (const auto* e : candidates(domain, name)) {
-      if (e->device == device && !e->contains(opset)) {
-        ranges.push_back(range_string(e->since_version, e->end_version) + " (plugin '" + e->source.plugin_name + "')");
+      if (e->schema->device == device && !e->contains(opset)) {
+        ranges.push_back(range_string(e->schema->since_version, e->schema->end_version) + " (plugin '" +
+                         e->source.plugin_name + "')");
       }
     }
     if (!ranges.empty()) {

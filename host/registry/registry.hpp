@@ -8,6 +8,7 @@
 #pragma once
 
 #include "plugins/plugin_set.hpp"
+#include "registry/op_schema.hpp"
 
 #include <ophost/ophost_plugin.h>
 
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -29,25 +31,24 @@ struct OpSource {
   const LoadedPlugin* plugin = nullptr;
 };
 
+// One registered op: its schema (made once, when the op was added; shared by copies of the registry) and the
+// pack it came from.
 struct OpEntry {
-  std::string domain;  // normalized ("" = standard)
-  std::string name;
-  std::string device;
-  int32_t since_version = 1;
-  int32_t end_version = OPH_OPSET_MAX;
-  const oph_op_def* op = nullptr;
+  std::shared_ptr<const OpSchema> schema;
   OpSource source;
 
-  bool contains(int64_t opset) const noexcept { return opset >= since_version && opset <= end_version; }
+  bool contains(int64_t opset) const noexcept { return schema->contains(opset); }
   // "domain::name [since-end] on device"
-  std::string describe() const;
+  std::string describe() const { return schema->describe(); }
 };
 
 class OpRegistry {
  public:
-  // Registers one op of a loaded plugin. Two packs serving the same (domain, name, device) over overlapping
-  // ranges is an Error(kAlreadyExists) naming both packs, both manifests, the op and both ranges -- unless
-  // allow_override: then a warning is logged and the later registration wins where the ranges overlap.
+  // Registers one op of a loaded plugin: validates its definition (validate_op_def; an invalid one is an
+  // Error(kInvalidArgument) naming the plugin) and converts it into an OpSchema. Two packs serving the same
+  // (domain, name, device) over overlapping ranges is an Error(kAlreadyExists) naming both packs, both
+  // manifests, the op and both ranges -- unless allow_override: then a warning is logged and the later
+  // registration wins where the ranges overlap.
   void add(const LoadedPlugin& plugin, const oph_op_def* op, bool allow_override = false);
   void add(const OpSource& source, const oph_op_def* op, bool allow_override = false);
   // Every op of every loaded plugin, in load order.

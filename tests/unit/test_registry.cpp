@@ -40,15 +40,15 @@ TEST(Registry, ResolvesByOpsetRangeAndDevice) {
   reg.add(kMy, &relu_cuda);
   EXPECT_EQ(reg.size(), 3u);
 
-  EXPECT_EQ(reg.resolve("", "Relu", 6, "cpu")->op, &relu6);
-  EXPECT_EQ(reg.resolve("ai.onnx", "Relu", 13, "cpu")->op, &relu6);  // "ai.onnx" is the standard domain
-  EXPECT_EQ(reg.resolve("", "Relu", 14, "cpu")->op, &relu14);
-  EXPECT_EQ(reg.resolve("", "Relu", 21, "cpu")->op, &relu14);
+  EXPECT_EQ(reg.resolve("", "Relu", 6, "cpu")->schema->calls.def, &relu6);
+  EXPECT_EQ(reg.resolve("ai.onnx", "Relu", 13, "cpu")->schema->calls.def, &relu6);  // "ai.onnx" is the standard domain
+  EXPECT_EQ(reg.resolve("", "Relu", 14, "cpu")->schema->calls.def, &relu14);
+  EXPECT_EQ(reg.resolve("", "Relu", 21, "cpu")->schema->calls.def, &relu14);
   EXPECT_EQ(reg.resolve("", "Relu", 5, "cpu"), nullptr);
   EXPECT_EQ(reg.resolve("", "Relu", 7, "cuda")->source.plugin_name, "myops");
   EXPECT_EQ(reg.resolve("", "Relu", 7, "hip"), nullptr);
   EXPECT_EQ(reg.resolve("", "relu", 7, "cpu"), nullptr);  // case-sensitive
-  EXPECT_EQ(reg.resolve("", "Relu", 14, "cpu")->domain, "");
+  EXPECT_EQ(reg.resolve("", "Relu", 14, "cpu")->schema->domain, "");
   EXPECT_EQ(reg.resolve("", "Relu", 14, "cpu")->describe(), "ai.onnx::Relu [14+] on cpu");
 
   EXPECT_EQ(reg.candidates("ai.onnx", "Relu").size(), 3u);
@@ -82,9 +82,9 @@ TEST(Registry, ExplicitOverrideLetsTheLaterPackWinWhereRangesOverlap) {
   OpRegistry reg;
   reg.add(kMy, &a);
   reg.add(kOther, &b, /*allow_override=*/true);
-  EXPECT_EQ(reg.resolve("myops", "gelu", 3, "cpu")->op, &a);   // only the first serves opset 3
-  EXPECT_EQ(reg.resolve("myops", "gelu", 7, "cpu")->op, &b);   // overlap: the later wins
-  EXPECT_EQ(reg.resolve("myops", "gelu", 50, "cpu")->op, &b);
+  EXPECT_EQ(reg.resolve("myops", "gelu", 3, "cpu")->schema->calls.def, &a);   // only the first serves opset 3
+  EXPECT_EQ(reg.resolve("myops", "gelu", 7, "cpu")->schema->calls.def, &b);   // overlap: the later wins
+  EXPECT_EQ(reg.resolve("myops", "gelu", 50, "cpu")->schema->calls.def, &b);
 }
 
 TEST(Registry, EntryPointersStayValidAcrossAdds) {
@@ -96,7 +96,7 @@ TEST(Registry, EntryPointersStayValidAcrossAdds) {
   const OpEntry* first = reg.resolve("d", "op", 1, "cpu");
   for (int i = 1; i < 100; ++i) reg.add(kMy, &ops[i]);
   EXPECT_EQ(reg.resolve("d", "op", 1, "cpu"), first);
-  EXPECT_EQ(reg.resolve("d", "op", 100, "cpu")->op, &ops[99]);
+  EXPECT_EQ(reg.resolve("d", "op", 100, "cpu")->schema->calls.def, &ops[99]);
 }
 
 TEST(Registry, HintsArePhrasedAsFixes) {
