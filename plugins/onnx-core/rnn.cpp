@@ -1,9 +1,12 @@
 // onnx-core: recurrent layers RNN, GRU, LSTM (opsets 7 and 14; 14 adds `layout`): forward, reverse and
 // bidirectional, sequence_lens, initial states, LSTM peepholes and input_forget, clip, and every ONNX activation
 // with activation_alpha/activation_beta. float32 (and 16-bit floats) compute in float: the input projection of
-// every time step is one sgemm, the recurrent one an sgemm per step (oneDNN); float64 computes in double loops.
+// every time step is one oneDNN sgemm; with the default activations the recurrent product and the gate arithmetic
+// of each step are Highway kernels dispatched to the CPU's best ISA (rnn_simd.hpp), other activations run a scalar
+// loop. float64 computes in double loops.
 #include "common.hpp"
 #include "dnnl_util.hpp"
+#include "rnn_simd.hpp"
 
 #include <cmath>
 
@@ -90,6 +93,13 @@ std::vector<Act> parse_activations(const oph::Attrs& at, Cell cell, int dirs, co
     out.push_back(a);
   }
   return out;
+}
+
+// Whether a direction's activations (f, per cell) are the ONNX defaults, which rnn_simd computes vectorised.
+bool default_activations_of(const Act* f, Cell cell) {
+  if (cell == Cell::kRnn) return f[0].kind == Act::kTanh;
+  if (cell == Cell::kGru) return f[0].kind == Act::kSigmoid && f[1].kind == Act::kTanh;
+  return f[0].kind == Act::kSigmoid && f[1].kind == Act::kTanh && f[2].kind == Act::kTanh;
 }
 
 int num_dirs(const std::string& dir, const std::string& op) {
@@ -179,6 +189,24 @@ void gemm_xwt(int64_t M, int64_t N, int64_t K, const A* X, int64_t ldx, const A*
   }
 }
 
+// One time step with the default activations, vectorised (rnn_simd): gh holds the recurrent biases Rb on entry;
+// the recurrent product is added to it, then the cell updates h (and c) in place. Without linear_before_reset the
+// GRU's h gate reads R_h (r * h), so its rows are multiplied after the reset gate (rh: H floats of scratch).
+void step_simd(Cell cell, const float* gx, float* gh, const float* Rd, float* hs, float* cs, float* rh,
+               const float* peep, int64_t H, float clip, bool lbr, bool input_forget) {
+  const size_t h = static_cast<size_t>(H);
+  if (cell == Cell::kGru && !lbr) {
+    rnn_simd::matvec_acc(Rd, hs, gh, 2 * h, h);
+    rnn_simd::gru_reset_hidden(gx + h, gh + h, hs, rh, h, clip);
+    rnn_simd::matvec_acc(Rd + 2 * h * h, rh, gh + 2 * h, h, h);
+  } else {
+    rnn_simd::matvec_acc(Rd, hs, gh, gates_of(cell) * h, h);
+  }
+  if (cell == Cell::kRnn) rnn_simd::rnn_step(gx, gh, hs, h, clip);
+  else if (cell == Cell::kGru) rnn_simd::gru_step(gx, gh, hs, h, clip, lbr);
+  else rnn_simd::lstm_step({gx, gh, peep, cs, hs, h, clip, input_forget});
+}
+
 template <class A>
 void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
   const std::string op = cell_name(cell);
@@ -249,9 +277,10 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
   };
   load_state(5, hstate, "initial_h");
   std::vector<A> peep(static_cast<size_t>(D) * 3 * H, 0.0);
+  const bool has_peep = cell == Cell::kLstm && ctx.input(7).present();
   if (cell == Cell::kLstm) {
     load_state(6, cstate, "initial_c");
-    if (ctx.input(7).present()) {
+    if (has_peep) {
       oph::TensorRef pt = input(ctx, 7, op);
       if (pt.size() != peep.size()) fail(op + ": P must be [num_directions, " + std::to_string(3 * H) + "]");
       peep = values_of<A>(pt, op);
@@ -270,6 +299,7 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
 
   const int64_t GH = G * H;
   std::vector<A> gx_all(static_cast<size_t>(S * GH)), gh(static_cast<size_t>(GH)), hnew(H), cnew(H);
+  std::vector<A>& rh = hnew;  // the vectorised GRU's reset hidden state r * h (hnew is unused there)
   set_dnnl_threads();
   for (int d = 0; d < D; ++d) {
     const bool reverse = dir == "reverse" || d == 1;
@@ -279,6 +309,7 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
     const A* Rb = Wb + G * H;
     const A* Pd = peep.data() + static_cast<size_t>(d) * 3 * H;
     const Act* f = &acts[d * per];
+    const bool simd = std::is_same_v<A, float> && default_activations_of(f, cell);
     for (int64_t b = 0; b < B; ++b) {
       A* hs = hstate.data() + (static_cast<size_t>(d) * B + b) * H;
       A* cs = cstate.data() + (static_cast<size_t>(d) * B + b) * H;
@@ -292,6 +323,14 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
         // gh = R h_{t-1} + Rb (every gate row).
         const A* gx = gx_all.data() + static_cast<size_t>(t * GH);
         std::copy(Rb, Rb + GH, gh.begin());
+        if constexpr (std::is_same_v<A, float>) {
+          if (simd) {
+            step_simd(cell, gx, gh.data(), Rd, hs, cs, rh.data(), has_peep ? Pd : nullptr, H, has_clip ? clip : 0.0f,
+                      lbr, input_forget);
+            for (int64_t h = 0; h < H; ++h) yv[y_index(t, d, b, h)] = hs[h];
+            continue;
+          }
+        }
         gemm_xwt<A>(1, GH, H, hs, H, Rd, gh.data(), true);
         if (cell == Cell::kRnn) {
           for (int64_t h = 0; h < H; ++h) hnew[h] = f[0](clipv(gx[h] + gh[h]));
