@@ -17,16 +17,18 @@ enum class Cell { kRnn, kGru, kLstm };
 
 int gates_of(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 3 : 4; }
 const char* cell_name(Cell c) { return c == Cell::kRnn ? "RNN" : c == Cell::kGru ? "GRU" : "LSTM"; }
-std::vector<std::string> default_activations(Cell c) {
-  if (c == Cell::kRnn) return {"Tanh"};
-  if (c == Cell::kGru) return {"Sigmoid", "Tanh"};
-  return {"Sigmoid", "Tanh", "Tanh"};
+// The ONNX default activations of a cell, in order (one direction).
+std::span<const char* const> default_activations(Cell c) {
+  static const char* const rnn[] = {"Tanh"}, *const gru[] = {"Sigmoid", "Tanh"},
+                           *const lstm[] = {"Sigmoid", "Tanh", "Tanh"};
+  if (c == Cell::kRnn) return rnn;
+  if (c == Cell::kGru) return gru;
+  return lstm;
 }
 
 struct Act {
   enum Kind { kSigmoid, kTanh, kRelu, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid, kElu,
               kSoftsign, kSoftplus };
-  std::string name;
   Kind kind = kSigmoid;
   double alpha = 0, beta = 0;
   template <class V>
@@ -49,45 +51,48 @@ struct Act {
   }
 };
 
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 // Parses activations with their alpha/beta (consumed in order by the activations that take them; ONNX defaults
-// otherwise). Names are case-insensitive in ONNX; normalised here.
+// otherwise). Names are case-insensitive in ONNX. Runs once per node, when its kernel is created.
 std::vector<Act> parse_activations(const oph::Attrs& at, Cell cell, int dirs, const std::string& op) {
+  const std::span<const char* const> defaults = default_activations(cell);
+  const bool given = at.has("activations");
   std::vector<std::string> names;
-  if (at.has("activations")) names = at.get<std::vector<std::string>>("activations");
-  else
-    for (int d = 0; d < dirs; ++d)
-      for (auto& n : default_activations(cell)) names.push_back(n);
-  const size_t per = default_activations(cell).size();
-  if (names.size() != per * dirs)
-    fail(op + ": activations must list " + std::to_string(per * dirs) + " functions, got " + std::to_string(names.size()));
+  if (given) names = at.get<std::vector<std::string>>("activations");
+  const size_t per = defaults.size(), count = given ? names.size() : per * dirs;
+  if (count != per * dirs)
+    fail(op + ": activations must list " + std::to_string(per * dirs) + " functions, got " + std::to_string(count));
   std::vector<float> alphas, betas;
   if (at.has("activation_alpha")) alphas = at.get<std::vector<float>>("activation_alpha");
   if (at.has("activation_beta")) betas = at.get<std::vector<float>>("activation_beta");
+  static const char* const known[] = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",
+                                      "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
   size_t ai = 0, bi = 0;
   std::vector<Act> out;
-  for (std::string n : names) {
-    std::string low;
-    for (char ch : n) low += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    static const char* known[] = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",
-                                  "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
+  for (size_t i = 0; i < count; ++i) {
+    const std::string_view n = given ? std::string_view(names[i]) : std::string_view(defaults[i % per]);
+    size_t ki = 0;
+    while (ki < std::size(known) && !equals_ignoring_case(n, known[ki])) ++ki;
+    if (ki == std::size(known))
+      fail(op + ": activation '" + std::string(n) + "' is not supported", OPH_CODE_UNIMPLEMENTED);
     Act a;
-    for (size_t ki = 0; ki < std::size(known); ++ki) {
-      std::string kl;
-      for (const char* p = known[ki]; *p; ++p) kl += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
-      if (kl == low) {
-        a.name = known[ki];
-        a.kind = static_cast<Act::Kind>(ki);  // `known` lists the names in Act::Kind's order
-      }
-    }
-    if (a.name.empty()) fail(op + ": activation '" + n + "' is not supported", OPH_CODE_UNIMPLEMENTED);
+    a.kind = static_cast<Act::Kind>(ki);  // `known` lists the names in Act::Kind's order
     double da = 0, db = 0;
     bool ua = false, ub = false;
-    if (a.name == "Affine") { da = 1; db = 0; ua = ub = true; }
-    else if (a.name == "LeakyRelu") { da = 0.01; ua = true; }
-    else if (a.name == "ThresholdedRelu") { da = 1; ua = true; }
-    else if (a.name == "ScaledTanh") { da = 1; db = 1; ua = ub = true; }
-    else if (a.name == "HardSigmoid") { da = 0.2; db = 0.5; ua = ub = true; }
-    else if (a.name == "Elu") { da = 1; ua = true; }
+    switch (a.kind) {
+      case Act::kAffine: da = 1; db = 0; ua = ub = true; break;
+      case Act::kLeakyRelu: da = 0.01; ua = true; break;
+      case Act::kThresholdedRelu: da = 1; ua = true; break;
+      case Act::kScaledTanh: da = 1; db = 1; ua = ub = true; break;
+      case Act::kHardSigmoid: da = 0.2; db = 0.5; ua = ub = true; break;
+      case Act::kElu: da = 1; ua = true; break;
+      default: break;
+    }
     a.alpha = ua && ai < alphas.size() ? alphas[ai++] : da;
     a.beta = ub && bi < betas.size() ? betas[bi++] : db;
     out.push_back(a);
@@ -208,7 +213,7 @@ void step_simd(Cell cell, const float* gx, float* gh, const float* Rd, float* hs
 }
 
 template <class A>
-void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
+void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout, const std::vector<Act>& acts) {
   const std::string op = cell_name(cell);
   const oph::Attrs& at = ctx.attrs();
   const int layout = has_layout ? static_cast<int>(at.get<int64_t>("layout")) : 0;
@@ -232,7 +237,6 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
   if (has_clip && clip <= 0) fail(op + ": clip must be > 0");
   const bool lbr = cell == Cell::kGru && at.get<int64_t>("linear_before_reset") != 0;
   const bool input_forget = cell == Cell::kLstm && at.get<int64_t>("input_forget") != 0;
-  std::vector<Act> acts = parse_activations(at, cell, D, op);
   const size_t per = default_activations(cell).size();
 
   // X, W and R read in place when they are stored as A already, else converted once per call.
@@ -387,10 +391,44 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
   }
 }
 
-void rnn_compute(oph::KernelContext& ctx, Cell cell, bool has_layout) {
-  // float64 in double; float32 and the 16-bit floats in float (their storage is converted on the way in and out).
-  if (ctx.input(0).dtype() == f64) rnn_compute_as<double>(ctx, cell, has_layout);
-  else rnn_compute_as<float>(ctx, cell, has_layout);
+// The kernel of one node: its activations parsed once, at load (a name that is not supported fails there).
+class RnnKernel {
+ public:
+  RnnKernel(const oph::KernelInit& init, Cell cell, bool has_layout)
+      : cell_(cell), has_layout_(has_layout), f64_(init.input(0).dtype == f64) {
+    const int dirs = num_dirs(init.attr<std::string>("direction"), cell_name(cell));
+    acts_ = parse_activations(init.attrs(), cell, dirs, cell_name(cell));
+    const size_t per = default_activations(cell).size();
+    for (int d = 0; d < dirs; ++d) all_default_ = all_default_ && default_activations_of(&acts_[d * per], cell);
+  }
+  void compute(oph::KernelContext& ctx) {
+    // float64 in double; float32 and the 16-bit floats in float (their storage is converted on the way in and out).
+    if (ctx.input(0).dtype() == f64) rnn_compute_as<double>(ctx, cell_, has_layout_, acts_);
+    else rnn_compute_as<float>(ctx, cell_, has_layout_, acts_);
+  }
+  oph::Implementation implementation() {
+    if (f64_) return {"scalar loops (float64)", false};
+    if (!all_default_) return {"oneDNN sgemm + scalar loops (activations other than the defaults)", false};
+    return {std::string("oneDNN sgemm + Highway ") + rnn_simd::target_name(), false};
+  }
+
+ private:
+  Cell cell_;
+  bool has_layout_;
+  bool f64_;
+  bool all_default_ = true;
+  std::vector<Act> acts_;
+};
+
+template <Cell C, bool L>
+struct RnnK : RnnKernel {
+  explicit RnnK(const oph::KernelInit& init) : RnnKernel(init, C, L) {}
+};
+
+template <Cell C>
+void set_kernel(oph::OpBuilder& b, bool has_layout) {
+  if (has_layout) b.kernel<RnnK<C, true>>();
+  else b.kernel<RnnK<C, false>>();
 }
 
 void register_rnn(oph::Pack& pack) {
@@ -420,8 +458,10 @@ void register_rnn(oph::Pack& pack) {
       if (cell == Cell::kLstm) b.attr("input_forget", int64_t{0});
       add_types(b, "T", kFloat);
       b.types("T1", {i32});
-      b.infer([cell, has_layout](oph::InferContext& c) { rnn_infer(c, cell, has_layout); })
-          .compute([cell, has_layout](oph::KernelContext& ctx) { rnn_compute(ctx, cell, has_layout); });
+      b.infer([cell, has_layout](oph::InferContext& c) { rnn_infer(c, cell, has_layout); });
+      if (cell == Cell::kRnn) set_kernel<Cell::kRnn>(b, has_layout);
+      else if (cell == Cell::kGru) set_kernel<Cell::kGru>(b, has_layout);
+      else set_kernel<Cell::kLstm>(b, has_layout);
     }
   }
 }
