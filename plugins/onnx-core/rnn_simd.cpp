@@ -21,11 +21,12 @@ HWY_INLINE hn::Vec<D> Clipped(D d, hn::Vec<D> x, float clip) {
 }
 
 // 1 / (1 + exp(-x)); exp's argument is kept below 88 (exp overflows float above 88.7, and Highway's Exp is
-// specified up to 104 only): the result there is 1 / (1 + 1.6e38), 0 in float as it should be.
+// specified up to 104 only): the result there is 1 / (1 + 1.6e38), 0 in float as it should be. The bound is
+// Min's first operand: x86's min returns the second when one is NaN, so a NaN stays NaN (as std::exp's would).
 template <class D>
 HWY_INLINE hn::Vec<D> Sigmoid(D d, hn::Vec<D> x) {
   const auto one = hn::Set(d, 1.0f);
-  return hn::Div(one, hn::Add(one, hn::Exp(d, hn::Min(hn::Neg(x), hn::Set(d, 88.0f)))));
+  return hn::Div(one, hn::Add(one, hn::Exp(d, hn::Min(hn::Set(d, 88.0f), hn::Neg(x)))));
 }
 
 // The per-unit steps below take the tag D, a full vector in the main loop and one lane (CappedTag<float, 1>) for
@@ -96,12 +97,18 @@ void RnnStepImpl(const float* gx, const float* gh, float* h, size_t H, float cli
   ForUnits(H, [&](auto d, size_t i) { RnnAt(d, i, gx, gh, h, clip); });
 }
 
-// Four rows at a time share each load of x; the columns past the last whole vector are a masked load (zeros).
+// Four rows at a time share each load of x. The columns past the last whole vector are summed one by one:
+// MaskedLoad would do, but below AVX2 Highway implements it as a full aligned load (past the end of the row).
+HWY_INLINE float TailDot(const float* w, const float* x, size_t n) {
+  float s = 0.0f;
+  for (size_t k = 0; k < n; ++k) s += w[k] * x[k];
+  return s;
+}
+
 void MatVecAccImpl(const float* W, const float* x, float* y, size_t rows, size_t K) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
-  const size_t kv = K / N * N;
-  const auto tail = hn::FirstN(d, K - kv);
+  const size_t kv = K / N * N, tail = K - kv;
   size_t n = 0;
   for (; n + 4 <= rows; n += 4) {
     const float* w0 = W + n * K;
@@ -116,24 +123,16 @@ void MatVecAccImpl(const float* W, const float* x, float* y, size_t rows, size_t
       a2 = hn::MulAdd(hn::LoadU(d, w2 + k), xv, a2);
       a3 = hn::MulAdd(hn::LoadU(d, w3 + k), xv, a3);
     }
-    if (kv < K) {
-      const auto xv = hn::MaskedLoad(tail, d, x + kv);
-      a0 = hn::MulAdd(hn::MaskedLoad(tail, d, w0 + kv), xv, a0);
-      a1 = hn::MulAdd(hn::MaskedLoad(tail, d, w1 + kv), xv, a1);
-      a2 = hn::MulAdd(hn::MaskedLoad(tail, d, w2 + kv), xv, a2);
-      a3 = hn::MulAdd(hn::MaskedLoad(tail, d, w3 + kv), xv, a3);
-    }
-    y[n] += hn::GetLane(hn::SumOfLanes(d, a0));
-    y[n + 1] += hn::GetLane(hn::SumOfLanes(d, a1));
-    y[n + 2] += hn::GetLane(hn::SumOfLanes(d, a2));
-    y[n + 3] += hn::GetLane(hn::SumOfLanes(d, a3));
+    y[n] += hn::GetLane(hn::SumOfLanes(d, a0)) + TailDot(w0 + kv, x + kv, tail);
+    y[n + 1] += hn::GetLane(hn::SumOfLanes(d, a1)) + TailDot(w1 + kv, x + kv, tail);
+    y[n + 2] += hn::GetLane(hn::SumOfLanes(d, a2)) + TailDot(w2 + kv, x + kv, tail);
+    y[n + 3] += hn::GetLane(hn::SumOfLanes(d, a3)) + TailDot(w3 + kv, x + kv, tail);
   }
   for (; n < rows; ++n) {
     const float* w = W + n * K;
     auto a = hn::Zero(d);
     for (size_t k = 0; k < kv; k += N) a = hn::MulAdd(hn::LoadU(d, w + k), hn::LoadU(d, x + k), a);
-    if (kv < K) a = hn::MulAdd(hn::MaskedLoad(tail, d, w + kv), hn::MaskedLoad(tail, d, x + kv), a);
-    y[n] += hn::GetLane(hn::SumOfLanes(d, a));
+    y[n] += hn::GetLane(hn::SumOfLanes(d, a)) + TailDot(w + kv, x + kv, tail);
   }
 }
 
