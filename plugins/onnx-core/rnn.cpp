@@ -302,8 +302,8 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout, const s
   auto clipv = [&](A v) { return has_clip ? std::max(-clip, std::min(clip, v)) : v; };
 
   const int64_t GH = G * H;
-  std::vector<A> gx_all(static_cast<size_t>(S * GH)), gh(static_cast<size_t>(GH)), hnew(H), cnew(H);
-  std::vector<A>& rh = hnew;  // the vectorised GRU's reset hidden state r * h (hnew is unused there)
+  // rh: the GRU's reset hidden state r (.) h (without linear_before_reset).
+  std::vector<A> gx_all(static_cast<size_t>(S * GH)), gh(static_cast<size_t>(GH)), hnew(H), cnew(H), rh(H);
   set_dnnl_threads();
   for (int d = 0; d < D; ++d) {
     const bool reverse = dir == "reverse" || d == 1;
@@ -339,16 +339,18 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout, const s
         if (cell == Cell::kRnn) {
           for (int64_t h = 0; h < H; ++h) hnew[h] = f[0](clipv(gx[h] + gh[h]));
         } else if (cell == Cell::kGru) {
-          // Gate order z, r, h.
+          // Gate order z, r, h. Without linear_before_reset the h gate reads R_h (r (.) h): every unit's reset
+          // gate first.
+          if (!lbr)
+            for (int64_t k = 0; k < H; ++k) rh[k] = f[0](clipv(gx[H + k] + gh[H + k])) * hs[k];
           for (int64_t h = 0; h < H; ++h) {
             const A z = f[0](clipv(gx[h] + gh[h]));
-            const A rr = f[0](clipv(gx[H + h] + gh[H + h]));
             A pre;
             if (lbr) {
-              pre = gx[2 * H + h] + rr * gh[2 * H + h];
+              pre = gx[2 * H + h] + f[0](clipv(gx[H + h] + gh[H + h])) * gh[2 * H + h];
             } else {
               A s = Rb[2 * H + h];
-              for (int64_t k = 0; k < H; ++k) s += Rd[(2 * H + h) * H + k] * (rr * hs[k]);
+              for (int64_t k = 0; k < H; ++k) s += Rd[(2 * H + h) * H + k] * rh[k];
               pre = gx[2 * H + h] + s;
             }
             const A hh = f[1](clipv(pre));

@@ -409,6 +409,8 @@ def rnn_cases():
         ("rnn_gru_h37_bidir_clip", "GRU", dict(direction="bidirectional", clip=0.8)),
         ("rnn_gru_h37_lbr", "GRU", dict(linear_before_reset=1)),
         ("rnn_simple_h37_bidir", "RNN", dict(direction="bidirectional")),
+        ("rnn_gru_h37_bidir_mixed_acts", "GRU", dict(direction="bidirectional",
+                                                     acts=["HardSigmoid", "Tanh", "Sigmoid", "Relu"])),
     ]:
         D = 2 if kw.get("direction") == "bidirectional" else 1
         G = gates[cell]
