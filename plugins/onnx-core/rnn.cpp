@@ -1,9 +1,12 @@
 // onnx-core: recurrent layers RNN, GRU, LSTM (opsets 7 and 14; 14 adds `layout`): forward, reverse and
 // bidirectional, sequence_lens, initial states, LSTM peepholes and input_forget, clip, and every ONNX activation
 // with activation_alpha/activation_beta. float32 (and 16-bit floats) compute in float: the input projection of
-// every time step is one sgemm, the recurrent one an sgemm per step (oneDNN); float64 computes in double loops.
+// every time step is one oneDNN sgemm; with the default activations the recurrent product and the gate arithmetic
+// of each step are Highway kernels dispatched to the CPU's best ISA (rnn_simd.hpp), other activations run a scalar
+// loop. float64 computes in double loops.
 #include "common.hpp"
 #include "dnnl_util.hpp"
+#include "rnn_simd.hpp"
 
 #include <cmath>
 
@@ -14,16 +17,18 @@ enum class Cell { kRnn, kGru, kLstm };
 
 int gates_of(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 3 : 4; }
 const char* cell_name(Cell c) { return c == Cell::kRnn ? "RNN" : c == Cell::kGru ? "GRU" : "LSTM"; }
-std::vector<std::string> default_activations(Cell c) {
-  if (c == Cell::kRnn) return {"Tanh"};
-  if (c == Cell::kGru) return {"Sigmoid", "Tanh"};
-  return {"Sigmoid", "Tanh", "Tanh"};
+// The ONNX default activations of a cell, in order (one direction).
+std::span<const char* const> default_activations(Cell c) {
+  static const char* const rnn[] = {"Tanh"}, *const gru[] = {"Sigmoid", "Tanh"},
+                           *const lstm[] = {"Sigmoid", "Tanh", "Tanh"};
+  if (c == Cell::kRnn) return rnn;
+  if (c == Cell::kGru) return gru;
+  return lstm;
 }
 
 struct Act {
   enum Kind { kSigmoid, kTanh, kRelu, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid, kElu,
               kSoftsign, kSoftplus };
-  std::string name;
   Kind kind = kSigmoid;
   double alpha = 0, beta = 0;
   template <class V>
@@ -46,50 +51,60 @@ struct Act {
   }
 };
 
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 // Parses activations with their alpha/beta (consumed in order by the activations that take them; ONNX defaults
-// otherwise). Names are case-insensitive in ONNX; normalised here.
+// otherwise). Names are case-insensitive in ONNX. Runs once per node, when its kernel is created.
 std::vector<Act> parse_activations(const oph::Attrs& at, Cell cell, int dirs, const std::string& op) {
+  const std::span<const char* const> defaults = default_activations(cell);
+  const bool given = at.has("activations");
   std::vector<std::string> names;
-  if (at.has("activations")) names = at.get<std::vector<std::string>>("activations");
-  else
-    for (int d = 0; d < dirs; ++d)
-      for (auto& n : default_activations(cell)) names.push_back(n);
-  const size_t per = default_activations(cell).size();
-  if (names.size() != per * dirs)
-    fail(op + ": activations must list " + std::to_string(per * dirs) + " functions, got " + std::to_string(names.size()));
+  if (given) names = at.get<std::vector<std::string>>("activations");
+  const size_t per = defaults.size(), count = given ? names.size() : per * dirs;
+  if (count != per * dirs)
+    fail(op + ": activations must list " + std::to_string(per * dirs) + " functions, got " + std::to_string(count));
   std::vector<float> alphas, betas;
   if (at.has("activation_alpha")) alphas = at.get<std::vector<float>>("activation_alpha");
   if (at.has("activation_beta")) betas = at.get<std::vector<float>>("activation_beta");
+  static const char* const known[] = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",
+                                      "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
   size_t ai = 0, bi = 0;
   std::vector<Act> out;
-  for (std::string n : names) {
-    std::string low;
-    for (char ch : n) low += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    static const char* known[] = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu",
-                                  "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
+  for (size_t i = 0; i < count; ++i) {
+    const std::string_view n = given ? std::string_view(names[i]) : std::string_view(defaults[i % per]);
+    size_t ki = 0;
+    while (ki < std::size(known) && !equals_ignoring_case(n, known[ki])) ++ki;
+    if (ki == std::size(known))
+      fail(op + ": activation '" + std::string(n) + "' is not supported", OPH_CODE_UNIMPLEMENTED);
     Act a;
-    for (size_t ki = 0; ki < std::size(known); ++ki) {
-      std::string kl;
-      for (const char* p = known[ki]; *p; ++p) kl += static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
-      if (kl == low) {
-        a.name = known[ki];
-        a.kind = static_cast<Act::Kind>(ki);  // `known` lists the names in Act::Kind's order
-      }
-    }
-    if (a.name.empty()) fail(op + ": activation '" + n + "' is not supported", OPH_CODE_UNIMPLEMENTED);
+    a.kind = static_cast<Act::Kind>(ki);  // `known` lists the names in Act::Kind's order
     double da = 0, db = 0;
     bool ua = false, ub = false;
-    if (a.name == "Affine") { da = 1; db = 0; ua = ub = true; }
-    else if (a.name == "LeakyRelu") { da = 0.01; ua = true; }
-    else if (a.name == "ThresholdedRelu") { da = 1; ua = true; }
-    else if (a.name == "ScaledTanh") { da = 1; db = 1; ua = ub = true; }
-    else if (a.name == "HardSigmoid") { da = 0.2; db = 0.5; ua = ub = true; }
-    else if (a.name == "Elu") { da = 1; ua = true; }
+    switch (a.kind) {
+      case Act::kAffine: da = 1; db = 0; ua = ub = true; break;
+      case Act::kLeakyRelu: da = 0.01; ua = true; break;
+      case Act::kThresholdedRelu: da = 1; ua = true; break;
+      case Act::kScaledTanh: da = 1; db = 1; ua = ub = true; break;
+      case Act::kHardSigmoid: da = 0.2; db = 0.5; ua = ub = true; break;
+      case Act::kElu: da = 1; ua = true; break;
+      default: break;
+    }
     a.alpha = ua && ai < alphas.size() ? alphas[ai++] : da;
     a.beta = ub && bi < betas.size() ? betas[bi++] : db;
     out.push_back(a);
   }
   return out;
+}
+
+// Whether a direction's activations (f, per cell) are the ONNX defaults, which rnn_simd computes vectorised.
+bool default_activations_of(const Act* f, Cell cell) {
+  if (cell == Cell::kRnn) return f[0].kind == Act::kTanh;
+  if (cell == Cell::kGru) return f[0].kind == Act::kSigmoid && f[1].kind == Act::kTanh;
+  return f[0].kind == Act::kSigmoid && f[1].kind == Act::kTanh && f[2].kind == Act::kTanh;
 }
 
 int num_dirs(const std::string& dir, const std::string& op) {
@@ -179,8 +194,26 @@ void gemm_xwt(int64_t M, int64_t N, int64_t K, const A* X, int64_t ldx, const A*
   }
 }
 
+// One time step with the default activations, vectorised (rnn_simd): gh holds the recurrent biases Rb on entry;
+// the recurrent product is added to it, then the cell updates h (and c) in place. Without linear_before_reset the
+// GRU's h gate reads R_h (r * h), so its rows are multiplied after the reset gate (rh: H floats of scratch).
+void step_simd(Cell cell, const float* gx, float* gh, const float* Rd, float* hs, float* cs, float* rh,
+               const float* peep, int64_t H, float clip, bool lbr, bool input_forget) {
+  const size_t h = static_cast<size_t>(H);
+  if (cell == Cell::kGru && !lbr) {
+    rnn_simd::matvec_acc(Rd, hs, gh, 2 * h, h);
+    rnn_simd::gru_reset_hidden(gx + h, gh + h, hs, rh, h, clip);
+    rnn_simd::matvec_acc(Rd + 2 * h * h, rh, gh + 2 * h, h, h);
+  } else {
+    rnn_simd::matvec_acc(Rd, hs, gh, gates_of(cell) * h, h);
+  }
+  if (cell == Cell::kRnn) rnn_simd::rnn_step(gx, gh, hs, h, clip);
+  else if (cell == Cell::kGru) rnn_simd::gru_step(gx, gh, hs, h, clip, lbr);
+  else rnn_simd::lstm_step({gx, gh, peep, cs, hs, h, clip, input_forget});
+}
+
 template <class A>
-void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
+void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout, const std::vector<Act>& acts) {
   const std::string op = cell_name(cell);
   const oph::Attrs& at = ctx.attrs();
   const int layout = has_layout ? static_cast<int>(at.get<int64_t>("layout")) : 0;
@@ -204,7 +237,6 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
   if (has_clip && clip <= 0) fail(op + ": clip must be > 0");
   const bool lbr = cell == Cell::kGru && at.get<int64_t>("linear_before_reset") != 0;
   const bool input_forget = cell == Cell::kLstm && at.get<int64_t>("input_forget") != 0;
-  std::vector<Act> acts = parse_activations(at, cell, D, op);
   const size_t per = default_activations(cell).size();
 
   // X, W and R read in place when they are stored as A already, else converted once per call.
@@ -249,9 +281,10 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
   };
   load_state(5, hstate, "initial_h");
   std::vector<A> peep(static_cast<size_t>(D) * 3 * H, 0.0);
+  const bool has_peep = cell == Cell::kLstm && ctx.input(7).present();
   if (cell == Cell::kLstm) {
     load_state(6, cstate, "initial_c");
-    if (ctx.input(7).present()) {
+    if (has_peep) {
       oph::TensorRef pt = input(ctx, 7, op);
       if (pt.size() != peep.size()) fail(op + ": P must be [num_directions, " + std::to_string(3 * H) + "]");
       peep = values_of<A>(pt, op);
@@ -269,7 +302,8 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
   auto clipv = [&](A v) { return has_clip ? std::max(-clip, std::min(clip, v)) : v; };
 
   const int64_t GH = G * H;
-  std::vector<A> gx_all(static_cast<size_t>(S * GH)), gh(static_cast<size_t>(GH)), hnew(H), cnew(H);
+  // rh: the GRU's reset hidden state r (.) h (without linear_before_reset).
+  std::vector<A> gx_all(static_cast<size_t>(S * GH)), gh(static_cast<size_t>(GH)), hnew(H), cnew(H), rh(H);
   set_dnnl_threads();
   for (int d = 0; d < D; ++d) {
     const bool reverse = dir == "reverse" || d == 1;
@@ -279,6 +313,7 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
     const A* Rb = Wb + G * H;
     const A* Pd = peep.data() + static_cast<size_t>(d) * 3 * H;
     const Act* f = &acts[d * per];
+    const bool simd = std::is_same_v<A, float> && default_activations_of(f, cell);
     for (int64_t b = 0; b < B; ++b) {
       A* hs = hstate.data() + (static_cast<size_t>(d) * B + b) * H;
       A* cs = cstate.data() + (static_cast<size_t>(d) * B + b) * H;
@@ -292,20 +327,30 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
         // gh = R h_{t-1} + Rb (every gate row).
         const A* gx = gx_all.data() + static_cast<size_t>(t * GH);
         std::copy(Rb, Rb + GH, gh.begin());
+        if constexpr (std::is_same_v<A, float>) {
+          if (simd) {
+            step_simd(cell, gx, gh.data(), Rd, hs, cs, rh.data(), has_peep ? Pd : nullptr, H, has_clip ? clip : 0.0f,
+                      lbr, input_forget);
+            for (int64_t h = 0; h < H; ++h) yv[y_index(t, d, b, h)] = hs[h];
+            continue;
+          }
+        }
         gemm_xwt<A>(1, GH, H, hs, H, Rd, gh.data(), true);
         if (cell == Cell::kRnn) {
           for (int64_t h = 0; h < H; ++h) hnew[h] = f[0](clipv(gx[h] + gh[h]));
         } else if (cell == Cell::kGru) {
-          // Gate order z, r, h.
+          // Gate order z, r, h. Without linear_before_reset the h gate reads R_h (r (.) h): every unit's reset
+          // gate first.
+          if (!lbr)
+            for (int64_t k = 0; k < H; ++k) rh[k] = f[0](clipv(gx[H + k] + gh[H + k])) * hs[k];
           for (int64_t h = 0; h < H; ++h) {
             const A z = f[0](clipv(gx[h] + gh[h]));
-            const A rr = f[0](clipv(gx[H + h] + gh[H + h]));
             A pre;
             if (lbr) {
-              pre = gx[2 * H + h] + rr * gh[2 * H + h];
+              pre = gx[2 * H + h] + f[0](clipv(gx[H + h] + gh[H + h])) * gh[2 * H + h];
             } else {
               A s = Rb[2 * H + h];
-              for (int64_t k = 0; k < H; ++k) s += Rd[(2 * H + h) * H + k] * (rr * hs[k]);
+              for (int64_t k = 0; k < H; ++k) s += Rd[(2 * H + h) * H + k] * rh[k];
               pre = gx[2 * H + h] + s;
             }
             const A hh = f[1](clipv(pre));
@@ -348,10 +393,44 @@ void rnn_compute_as(oph::KernelContext& ctx, Cell cell, bool has_layout) {
   }
 }
 
-void rnn_compute(oph::KernelContext& ctx, Cell cell, bool has_layout) {
-  // float64 in double; float32 and the 16-bit floats in float (their storage is converted on the way in and out).
-  if (ctx.input(0).dtype() == f64) rnn_compute_as<double>(ctx, cell, has_layout);
-  else rnn_compute_as<float>(ctx, cell, has_layout);
+// The kernel of one node: its activations parsed once, at load (a name that is not supported fails there).
+class RnnKernel {
+ public:
+  RnnKernel(const oph::KernelInit& init, Cell cell, bool has_layout)
+      : cell_(cell), has_layout_(has_layout), f64_(init.input(0).dtype == f64) {
+    const int dirs = num_dirs(init.attr<std::string>("direction"), cell_name(cell));
+    acts_ = parse_activations(init.attrs(), cell, dirs, cell_name(cell));
+    const size_t per = default_activations(cell).size();
+    for (int d = 0; d < dirs; ++d) all_default_ = all_default_ && default_activations_of(&acts_[d * per], cell);
+  }
+  void compute(oph::KernelContext& ctx) {
+    // float64 in double; float32 and the 16-bit floats in float (their storage is converted on the way in and out).
+    if (ctx.input(0).dtype() == f64) rnn_compute_as<double>(ctx, cell_, has_layout_, acts_);
+    else rnn_compute_as<float>(ctx, cell_, has_layout_, acts_);
+  }
+  oph::Implementation implementation() {
+    if (f64_) return {"scalar loops (float64)", false};
+    if (!all_default_) return {"oneDNN sgemm + scalar loops (activations other than the defaults)", false};
+    return {std::string("oneDNN sgemm + Highway ") + rnn_simd::target_name(), false};
+  }
+
+ private:
+  Cell cell_;
+  bool has_layout_;
+  bool f64_;
+  bool all_default_ = true;
+  std::vector<Act> acts_;
+};
+
+template <Cell C, bool L>
+struct RnnK : RnnKernel {
+  explicit RnnK(const oph::KernelInit& init) : RnnKernel(init, C, L) {}
+};
+
+template <Cell C>
+void set_kernel(oph::OpBuilder& b, bool has_layout) {
+  if (has_layout) b.kernel<RnnK<C, true>>();
+  else b.kernel<RnnK<C, false>>();
 }
 
 void register_rnn(oph::Pack& pack) {
@@ -381,8 +460,10 @@ void register_rnn(oph::Pack& pack) {
       if (cell == Cell::kLstm) b.attr("input_forget", int64_t{0});
       add_types(b, "T", kFloat);
       b.types("T1", {i32});
-      b.infer([cell, has_layout](oph::InferContext& c) { rnn_infer(c, cell, has_layout); })
-          .compute([cell, has_layout](oph::KernelContext& ctx) { rnn_compute(ctx, cell, has_layout); });
+      b.infer([cell, has_layout](oph::InferContext& c) { rnn_infer(c, cell, has_layout); });
+      if (cell == Cell::kRnn) set_kernel<Cell::kRnn>(b, has_layout);
+      else if (cell == Cell::kGru) set_kernel<Cell::kGru>(b, has_layout);
+      else set_kernel<Cell::kLstm>(b, has_layout);
     }
   }
 }

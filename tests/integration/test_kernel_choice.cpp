@@ -2,6 +2,8 @@
 // clean exit after kernels that ran on oneDNN's OpenMP team (the libraries stay mapped under its threads).
 #include "integration_support.hpp"
 
+#include <fstream>
+#include <iterator>
 #include <regex>
 
 namespace ophost::itest {
@@ -56,6 +58,27 @@ TEST_P(KernelChoice, DilatedConvWithWidePaddingRunsAJitKernelNotIm2col) {
   EXPECT_EQ(r.out.find("gemm"), std::string::npos) << r.out;
   EXPECT_CONTAINS(r.out, "com.ophost::FusedConv");  // LeakyRelu, Max and Min folded into it
   EXPECT_CONTAINS(r.out, "kernels: 1 nodes");
+}
+
+// RNN/GRU/LSTM steps with the default activations run Highway kernels dispatched at run time to the best target
+// within oneDNN's cap: AVX3 (AVX-512) where the CPU has AVX-512 and nothing caps it, AVX2 under the AVX2 cap.
+TEST_P(KernelChoice, RecurrentLayersRunHighwayKernelsWithinTheIsaCap) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string info((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
+  const bool avx512 = info.find(" avx512f") != std::string::npos && info.find(" avx512bw") != std::string::npos &&
+                      info.find(" avx512dq") != std::string::npos && info.find(" avx512vl") != std::string::npos;
+  const std::string expected = std::string(GetParam()) == "AVX2" || !avx512 ? "AVX2" : "AVX3";
+  for (const char* model : {"rnn_lstm_h37.onnx", "rnn_gru_h37_lbr.onnx", "rnn_simple_h37_bidir.onnx"}) {
+    ProcResult r = ophost(inspect_kernels(model), isa());
+    ASSERT_EQ(r.exit_code, 0) << model << " at " << GetParam() << ": " << r.describe();
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(oneDNN sgemm \+ Highway (\S+))"))) << r.out;
+    EXPECT_EQ(m[1].str(), expected) << model << " at " << GetParam() << ": " << r.out;
+  }
+  // Other activations than the defaults run the scalar loop, and say so.
+  ProcResult r = ophost(inspect_kernels("rnn_lstm_h37_bidir_mixed_acts.onnx"), isa());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "oneDNN sgemm + scalar loops (activations other than the defaults)");
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, KernelChoice, ::testing::Values("native", "AVX2"));

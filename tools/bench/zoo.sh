@@ -17,7 +17,8 @@
 # median = median of the blocks' medians (ophost p50, ORT median_ms); min = the smallest run of all blocks;
 # ratio = ophost median / ORT median. Peak RSS (/usr/bin/time -f %M) is the largest over a side's processes;
 # ORT's includes Node.js (the baseline of node + onnxruntime-node loaded is printed under the table).
-# --isa avx2 runs ophost with ONEDNN_MAX_CPU_ISA=AVX2 (and DNNL_MAX_CPU_ISA, the same cap in older oneDNN);
+# --isa avx2 runs ophost with ONEDNN_MAX_CPU_ISA=AVX2 (and DNNL_MAX_CPU_ISA, the same cap in older oneDNN; it caps
+# onnx-core's Highway kernels too);
 # native is what /proc/cpuinfo offers (oneDNN's own ISA line is printed for each). ONNX Runtime has no such cap:
 # it runs native in every row. --threads (default 1; all = nproc) is given to both sides. --omp-env also sets
 # OMP_NUM_THREADS to that number for ophost (oneDNN's OpenMP team; without it the team is whatever ophost sets,
@@ -31,7 +32,7 @@ cd "$(dirname "$0")/../.." || exit 1
 THREADS=1 RUNS=20 ROUNDS=3 ISA=native BLOCK_S=1.5 ONLY="" OMP_ENV=0
 BUILD=${BUILD:-build}
 ZOO=${OPHOST_ZOO_DIR:-$BUILD/zoo}
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) THREADS=$2; shift 2 ;;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Single-op cases for onnx-core's Conv/ConvTranspose, pools, normalizations, Resize and activations.
+"""Single-op cases for onnx-core's Conv/ConvTranspose, pools, normalizations, Resize, activations and RNN/GRU/LSTM.
 
 Writes, for every case, into cases/:
   <case>.onnx              a one-node model (opset given per case)
@@ -341,6 +341,97 @@ def cases():
     out.append(("fused_conv_hardswish_chain_opset11", mh, [("X", x)], ref, ("W", "B")))
     out.append(nchwc_chain_case())
     out.append(conv_dilated_wide_pad_clamp_case())
+    out.extend(rnn_cases())
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# RNN / GRU / LSTM: hidden size 37 (whole vectors of 16 and of 8 floats plus 5 units, a K of 37 for the recurrent
+# product's masked tail), 5 steps, batch 2, float64 references of the ONNX formulas
+# ----------------------------------------------------------------------------------------------------------
+
+ACT = {"Sigmoid": lambda v: 1 / (1 + np.exp(-v)), "Tanh": np.tanh, "Relu": lambda v: np.maximum(v, 0),
+       "HardSigmoid": lambda v: np.clip(0.2 * v + 0.5, 0, 1)}
+
+
+def rnn_ref(cell, x, w, r, b, h0, c0=None, p=None, direction="forward", acts=None, clip=None, lbr=0,
+            input_forget=0):
+    """Y [S, D, B, H] in float64; x [S, B, I], layout 0."""
+    S, B, _ = x.shape
+    D, GH, H = r.shape
+    acts = [ACT[a] for a in acts]
+    per = len(acts) // D
+    cl = (lambda v: np.clip(v, -clip, clip)) if clip else (lambda v: v)
+    y = np.zeros((S, D, B, H))
+    for d in range(D):
+        f = acts[d * per:(d + 1) * per]
+        wb, rb = b[d, :GH], b[d, GH:]
+        h = h0[d].copy()
+        c = c0[d].copy() if c0 is not None else None
+        steps = range(S - 1, -1, -1) if direction == "reverse" or d == 1 else range(S)
+        for t in steps:
+            gx = x[t] @ w[d].T + wb
+            if cell == "RNN":
+                h = f[0](cl(gx + h @ r[d].T + rb))
+            elif cell == "GRU":
+                gh = h @ r[d].T + rb
+                z = f[0](cl(gx[:, :H] + gh[:, :H]))
+                rr = f[0](cl(gx[:, H:2 * H] + gh[:, H:2 * H]))
+                if lbr:
+                    hh = f[1](cl(gx[:, 2 * H:] + rr * gh[:, 2 * H:]))
+                else:
+                    hh = f[1](cl(gx[:, 2 * H:] + (rr * h) @ r[d, 2 * H:].T + rb[2 * H:]))
+                h = (1 - z) * hh + z * h
+            else:
+                g = gx + h @ r[d].T + rb
+                pi, po, pf = (p[d, :H], p[d, H:2 * H], p[d, 2 * H:]) if p is not None else (0, 0, 0)
+                i = f[0](cl(g[:, :H] + pi * c))
+                fg = 1 - i if input_forget else f[0](cl(g[:, 2 * H:3 * H] + pf * c))
+                c = fg * c + i * f[1](cl(g[:, 3 * H:]))
+                o = f[0](cl(g[:, H:2 * H] + po * c))
+                h = o * f[2](c)
+            y[t, d] = h
+    return y
+
+
+def rnn_cases():
+    rng = np.random.default_rng(4321)
+    f32 = lambda *s, k=1.0: (rng.standard_normal(s) * k).astype(np.float32)
+    S, B, I, H = 5, 2, 11, 37
+    out = []
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}
+    defaults = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
+    for name, cell, kw in [
+        ("rnn_lstm_h37", "LSTM", {}),
+        ("rnn_lstm_h37_peep_clip_bidir", "LSTM", dict(direction="bidirectional", clip=0.6, peep=True)),
+        ("rnn_lstm_h37_input_forget_reverse", "LSTM", dict(direction="reverse", input_forget=1)),
+        ("rnn_lstm_h37_bidir_mixed_acts", "LSTM", dict(direction="bidirectional",
+                                                       acts=["Sigmoid", "Tanh", "Tanh", "HardSigmoid", "Tanh", "Relu"])),
+        ("rnn_gru_h37_bidir_clip", "GRU", dict(direction="bidirectional", clip=0.8)),
+        ("rnn_gru_h37_lbr", "GRU", dict(linear_before_reset=1)),
+        ("rnn_simple_h37_bidir", "RNN", dict(direction="bidirectional")),
+        ("rnn_gru_h37_bidir_mixed_acts", "GRU", dict(direction="bidirectional",
+                                                     acts=["HardSigmoid", "Tanh", "Sigmoid", "Relu"])),
+    ]:
+        D = 2 if kw.get("direction") == "bidirectional" else 1
+        G = gates[cell]
+        x, w, r = f32(S, B, I), f32(D, G * H, I, k=0.3), f32(D, G * H, H, k=0.2)
+        b, h0 = f32(D, 2 * G * H, k=0.3), f32(D, B, H, k=0.5)
+        c0 = f32(D, B, H, k=0.5) if cell == "LSTM" else None
+        p = f32(D, 3 * H, k=0.3) if kw.get("peep") else None
+        acts = kw.get("acts", defaults[cell] * D)
+        f64 = lambda a: None if a is None else a.astype(np.float64)
+        ref = rnn_ref(cell, f64(x), f64(w), f64(r), f64(b), f64(h0), f64(c0), f64(p), kw.get("direction", "forward"),
+                      acts, kw.get("clip"), kw.get("linear_before_reset", 0), kw.get("input_forget", 0))
+        ins = [("X", x), ("W", w), ("R", r), ("B", b), ("", None), ("initial_h", h0)]
+        if cell == "LSTM":
+            ins += [("initial_c", c0)] + ([("P", p)] if p is not None else [])
+        attrs = dict(hidden_size=H, activations=acts)
+        for k in ("direction", "clip", "linear_before_reset", "input_forget"):
+            if k in kw:
+                attrs[k] = kw[k]
+        inits = ("W", "R", "B", "initial_h", "initial_c", "P")
+        out.append((name, model(cell, ins, list(ref.shape), attrs, 14, inits), [i for i in ins if i[0]], ref, inits))
     return out
 
 
