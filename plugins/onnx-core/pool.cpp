@@ -178,6 +178,15 @@ void pool_infer(oph::InferContext& c, bool is_max) {
   if (is_max && c.num_outputs() > 1) c.set_output(1, i64, g.out_shape);
 }
 
+// The kernel taps t in [0, k) whose input index start + t * dilation lies in [0, in), as [lo, hi) (empty when
+// lo >= hi). Loops run over these only: a window far larger than the input (kernel_shape 2^40 with SAME
+// padding, from the op fuzz target) costs the input's extent, not the kernel's.
+inline std::pair<int64_t, int64_t> valid_taps(int64_t start, int64_t dilation, int64_t in, int64_t k) {
+  const int64_t lo = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+  const int64_t hi = in - start <= 0 ? 0 : (in - start + dilation - 1) / dilation;
+  return {lo, std::min(hi, k)};
+}
+
 template <class T>
 void pool_run(const oph::KernelContext& ctx, const PoolAttrs& a, const PoolGeom& g0, const T* x, T* y, int64_t* ind,
               int64_t planes) {
@@ -207,11 +216,13 @@ void pool_run(const oph::KernelContext& ctx, const PoolAttrs& a, const PoolGeom&
         for (int64_t oh = 0; oh < out[1]; ++oh) {
           T* yr = yp + oh * out[2];
           std::fill(yr, yr + out[2], std::numeric_limits<T>::lowest());
-          for (int64_t kh = 0; kh < k[1]; ++kh) {
+          const auto [kh_lo, kh_hi] = valid_taps(oh * s[1] - pb[1], 1, in[1], k[1]);
+          // Columns: taps whose input column ow * s - pl + kw is inside [0, in) for some output column ow.
+          const int64_t kw_lo = std::max<int64_t>(0, pb[2] - (out[2] - 1) * s[2]), kw_hi = std::min(k[2], in[2] + pb[2]);
+          for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
             const int64_t ih = oh * s[1] - pb[1] + kh;
-            if (ih < 0 || ih >= in[1]) continue;
             const T* xr = xp + ih * in[2];
-            for (int64_t kw = 0; kw < k[2]; ++kw) {
+            for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
               // Output columns whose input column ow * s - pl + kw lies inside [0, in).
               const int64_t off = kw - pb[2];
               int64_t lo = off >= 0 ? 0 : (-off + s[2] - 1) / s[2];
@@ -239,15 +250,15 @@ void pool_run(const oph::KernelContext& ctx, const PoolAttrs& a, const PoolGeom&
             const int64_t st[3] = {o0 * s[0] - pb[0], o1 * s[1] - pb[1], o2 * s[2] - pb[2]};
             T acc = is_max ? std::numeric_limits<T>::lowest() : T(0);
             int64_t best = -1, count = 0;
-            for (int64_t a0 = 0; a0 < k[0]; ++a0) {
-              int64_t i0 = st[0] + a0 * d[0];
-              if (i0 < 0 || i0 >= in[0]) continue;
-              for (int64_t a1 = 0; a1 < k[1]; ++a1) {
-                int64_t i1 = st[1] + a1 * d[1];
-                if (i1 < 0 || i1 >= in[1]) continue;
-                for (int64_t a2 = 0; a2 < k[2]; ++a2) {
-                  int64_t i2 = st[2] + a2 * d[2];
-                  if (i2 < 0 || i2 >= in[2]) continue;
+            const auto [lo0, hi0] = valid_taps(st[0], d[0], in[0], k[0]);
+            const auto [lo1, hi1] = valid_taps(st[1], d[1], in[1], k[1]);
+            const auto [lo2, hi2] = valid_taps(st[2], d[2], in[2], k[2]);
+            for (int64_t a0 = lo0; a0 < hi0; ++a0) {
+              const int64_t i0 = st[0] + a0 * d[0];
+              for (int64_t a1 = lo1; a1 < hi1; ++a1) {
+                const int64_t i1 = st[1] + a1 * d[1];
+                for (int64_t a2 = lo2; a2 < hi2; ++a2) {
+                  const int64_t i2 = st[2] + a2 * d[2];
                   int64_t idx = (i0 * in[1] + i1) * in[2] + i2;
                   T v = xp[idx];
                   if (is_max) {
