@@ -17,6 +17,7 @@
 #include "passes/graph_util.hpp"
 #include "passes/passes.hpp"
 
+#include <array>
 #include <cfloat>
 #include <algorithm>
 #include <cmath>
@@ -317,19 +318,24 @@ size_t fuse_decomposed_hardswish(Model& m, const PassHooks& hooks, std::set<size
   return fused;
 }
 
-// A FusedConv's output scaled and shifted by scalar constants (Mul, Div, Add, Sub; PaddlePaddle's learnable
-// affine after an activation): folded into the FusedConv as output_scale / output_shift, y = act(conv) * s + b
-// (a oneDNN linear post-op). Returns the number of nodes folded.
-size_t fold_fused_output_affine(Model& m, const PassHooks& hooks, std::set<size_t>& removed) {
+// The chain of nodes after each FusedConv that fold into a pair of its float attributes: while the FusedConv's
+// output has one reader (not a graph output), `step(next, c, pair)` is asked about that reader `next`, a
+// standard two-input node whose other input is the scalar float32 constant `c` (rank <= 4); it updates the pair
+// and returns true to fold the node in. The pair starts from the attributes (or `init`) and is written back
+// when anything folded. Returns the number of nodes folded.
+template <class Step>
+size_t fold_fused_output_chain(Model& m, const PassHooks& hooks, std::set<size_t>& removed,
+                               const std::array<const char*, 2>& names, const std::array<float, 2>& init,
+                               const Step& step) {
   size_t folded = 0;
   Uses uses(m);
   for (size_t ci = 0; ci < m.nodes.size(); ++ci) {
     if (removed.count(ci)) continue;
     Node& conv = m.nodes[ci];
     if (conv.domain != kFusedDomain || conv.op_type != kFusedConv || conv.outputs.size() != 1) continue;
-    float scale = 1.0f, shift = 0.0f;
-    if (const Attribute* a = find_attr(conv, "output_scale")) scale = a->f;
-    if (const Attribute* a = find_attr(conv, "output_shift")) shift = a->f;
+    std::array<float, 2> pair = init;
+    for (size_t k = 0; k < 2; ++k)
+      if (const Attribute* a = find_attr(conv, names[k])) pair[k] = a->f;
     size_t here = 0;
     for (;;) {
       const std::string y = conv.outputs[0];
@@ -337,37 +343,48 @@ size_t fold_fused_output_affine(Model& m, const PassHooks& hooks, std::set<size_
       const size_t ni = static_cast<size_t>(uses.consumers.at(y)[0]);
       if (removed.count(ni)) break;
       const Node& next = m.nodes[ni];
-      const bool mul = standard_binary(next, "Mul"), add = standard_binary(next, "Add");
-      const bool div = standard_binary(next, "Div") && next.inputs[0] == y;
-      const bool sub = standard_binary(next, "Sub") && next.inputs[0] == y;
-      if (!mul && !add && !div && !sub) break;
+      if (!next.domain.empty() || next.inputs.size() != 2 || next.outputs.size() != 1) break;
       const std::string c_name = other_input(next, y);
       auto c = c_name.empty() ? std::nullopt : scalar_const(m, c_name);
-      if (!c || (div && *c == 0.0f)) break;
-      // The constant must not broadcast the output to a larger rank than the output's.
-      if (const Tensor* t = find_initializer(m, c_name); t->shape().size() > 4) break;
+      if (!c || find_initializer(m, c_name)->shape().size() > 4) break;
+      std::array<float, 2> updated = pair;
+      if (!step(next, y, *c, updated)) break;
       if (!hooks.can_fuse_conv || !hooks.can_fuse_conv(m, conv, next)) break;
-      if (mul) scale *= *c, shift *= *c;
-      else if (div) scale /= *c, shift /= *c;
-      else if (add) shift += *c;
-      else shift -= *c;
+      pair = updated;
       conv.outputs[0] = next.outputs[0];
       removed.insert(ni);
       ++here;
       uses = Uses(m);
     }
     if (!here) continue;
-    std::erase_if(conv.attributes, [](const Attribute& a) { return a.name == "output_scale" || a.name == "output_shift"; });
-    for (auto [name, v] : {std::pair<const char*, float>{"output_scale", scale}, {"output_shift", shift}}) {
+    std::erase_if(conv.attributes, [&](const Attribute& a) { return a.name == names[0] || a.name == names[1]; });
+    for (size_t k = 0; k < 2; ++k) {
       Attribute a;
-      a.name = name;
+      a.name = names[k];
       a.type = OPH_ATTR_FLOAT;
-      a.f = v;
+      a.f = pair[k];
       conv.attributes.push_back(a);
     }
     folded += here;
   }
   return folded;
+}
+
+// A FusedConv's output scaled and shifted by scalar constants (Mul, Div, Add, Sub; PaddlePaddle's learnable
+// affine after an activation): folded into the FusedConv as output_scale / output_shift, y = act(conv) * s + b
+// (a oneDNN linear post-op). Returns the number of nodes folded.
+size_t fold_fused_output_affine(Model& m, const PassHooks& hooks, std::set<size_t>& removed) {
+  return fold_fused_output_chain(
+      m, hooks, removed, {"output_scale", "output_shift"}, {1.0f, 0.0f},
+      [](const Node& next, const std::string& y, float c, std::array<float, 2>& p) {
+        auto& [scale, shift] = p;
+        if (standard_binary(next, "Mul")) scale *= c, shift *= c;
+        else if (standard_binary(next, "Add")) shift += c;
+        else if (standard_binary(next, "Div") && next.inputs[0] == y && c != 0.0f) scale /= c, shift /= c;
+        else if (standard_binary(next, "Sub") && next.inputs[0] == y) shift -= c;
+        else return false;
+        return true;
+      });
 }
 
 // A FusedConv's output clamped by scalar constants, Max(y, lo) and/or Min(y, hi) (TensorFlow exports write a
@@ -377,50 +394,16 @@ size_t fold_fused_output_affine(Model& m, const PassHooks& hooks, std::set<size_
 // Max stays a node. Stops where the bounds would cross (Max after Min with lo > hi is no clamp). Returns the
 // number of nodes folded.
 size_t fold_fused_output_clamp(Model& m, const PassHooks& hooks, std::set<size_t>& removed) {
-  size_t folded = 0;
-  Uses uses(m);
-  for (size_t ci = 0; ci < m.nodes.size(); ++ci) {
-    if (removed.count(ci)) continue;
-    Node& conv = m.nodes[ci];
-    if (conv.domain != kFusedDomain || conv.op_type != kFusedConv || conv.outputs.size() != 1) continue;
-    float lo = -FLT_MAX, hi = FLT_MAX;
-    if (const Attribute* a = find_attr(conv, "output_min")) lo = a->f;
-    if (const Attribute* a = find_attr(conv, "output_max")) hi = a->f;
-    size_t here = 0;
-    for (;;) {
-      const std::string y = conv.outputs[0];
-      if (uses.readers(y) != 1 || uses.is_output(y)) break;
-      const size_t ni = static_cast<size_t>(uses.consumers.at(y)[0]);
-      if (removed.count(ni)) break;
-      const Node& next = m.nodes[ni];
-      const bool is_max = standard_binary(next, "Max"), is_min = standard_binary(next, "Min");
-      if (!is_max && !is_min) break;
-      const std::string c_name = other_input(next, y);
-      auto c = c_name.empty() ? std::nullopt : scalar_const(m, c_name);
-      if (!c || std::isnan(*c)) break;
-      if (const Tensor* t = find_initializer(m, c_name); t->shape().size() > 4) break;
-      const float new_lo = is_max ? std::max(lo, *c) : lo, new_hi = is_min ? std::min(hi, *c) : hi;
-      if (new_lo > new_hi) break;
-      if (!hooks.can_fuse_conv || !hooks.can_fuse_conv(m, conv, next)) break;
-      lo = new_lo;
-      hi = new_hi;
-      conv.outputs[0] = next.outputs[0];
-      removed.insert(ni);
-      ++here;
-      uses = Uses(m);
-    }
-    if (!here) continue;
-    std::erase_if(conv.attributes, [](const Attribute& a) { return a.name == "output_min" || a.name == "output_max"; });
-    for (auto [name, v] : {std::pair<const char*, float>{"output_min", lo}, {"output_max", hi}}) {
-      Attribute a;
-      a.name = name;
-      a.type = OPH_ATTR_FLOAT;
-      a.f = v;
-      conv.attributes.push_back(a);
-    }
-    folded += here;
-  }
-  return folded;
+  return fold_fused_output_chain(
+      m, hooks, removed, {"output_min", "output_max"}, {-FLT_MAX, FLT_MAX},
+      [](const Node& next, const std::string&, float c, std::array<float, 2>& p) {
+        auto& [lo, hi] = p;
+        const bool is_max = standard_binary(next, "Max"), is_min = standard_binary(next, "Min");
+        if ((!is_max && !is_min) || std::isnan(c)) return false;
+        if (is_max) lo = std::max(lo, c);
+        else hi = std::min(hi, c);
+        return lo <= hi;
+      });
 }
 
 }  // namespace
