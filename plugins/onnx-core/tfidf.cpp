@@ -5,12 +5,27 @@
 #include "common.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 namespace onnx_core {
 namespace {
 
 const std::string kOp = "TfIdfVectorizer";
+
+// Output columns: one past the largest of ngram_indexes, each of which must be a column (>= 0; a negative or
+// INT64_MAX index was written through as an output offset: an op fuzz target find).
+int64_t output_columns(const std::vector<int64_t>& indexes) {
+  int64_t cols = 0;
+  for (size_t k = 0; k < indexes.size(); ++k) {
+    const int64_t v = indexes[k];
+    if (v < 0 || v == std::numeric_limits<int64_t>::max())
+      fail(kOp + ": ngram_indexes[" + std::to_string(k) + "] is " + std::to_string(v) +
+           "; each entry is an output column, >= 0");
+    cols = std::max(cols, v + 1);
+  }
+  return cols;
+}
 
 struct TfIdfKernel {
   int64_t min_n, max_n, max_skip;
@@ -50,7 +65,7 @@ struct TfIdfKernel {
       }
     }
     if (id != indexes.size()) fail(kOp + ": ngram_indexes must have one entry per n-gram in the pool");
-    for (int64_t v : indexes) out_dim = std::max(out_dim, v + 1);
+    out_dim = output_columns(indexes);
     if (!weights.empty() && static_cast<int64_t>(weights.size()) < out_dim)
       fail(kOp + ": weights must have one value per output column");
   }
@@ -105,9 +120,7 @@ struct TfIdfKernel {
 };
 
 void tfidf_infer(oph::InferContext& c) {
-  auto idx = c.attr<std::vector<int64_t>>("ngram_indexes");
-  int64_t out_dim = 0;
-  for (int64_t v : idx) out_dim = std::max(out_dim, v + 1);
+  const int64_t out_dim = output_columns(c.attr<std::vector<int64_t>>("ngram_indexes"));
   if (!c.input_rank_known(0)) return c.set_output_unknown_rank(0, f32);
   auto xs = c.input_shape(0);
   if (xs.size() == 1) c.set_output(0, f32, {out_dim});
