@@ -190,6 +190,11 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
       one.path = model.path;
       one.ir_version = model.ir_version;
       one.opset_imports = model.opset_imports;
+      // A node run for folding allocates within the session's caps and, below those, the per-node folding cap:
+      // an output over it would not be folded anyway (its shape may be known only now, from constant inputs:
+      // a fuzzer's ConstantOfShape of 2 GiB was allocated before being kept as a node).
+      one.limits = model.limits;
+      one.limits.max_tensor_bytes = std::min<uint64_t>(model.limits.max_tensor_bytes, PassOptions{}.fold_size_cap);
       Node n = node;
       for (size_t i = 0; i < inputs.size(); ++i) {
         if (!inputs[i]) continue;

@@ -5,6 +5,7 @@
 #include <ophost/runtime.hpp>
 
 #include <chrono>
+#include <fstream>
 
 namespace ophost::itest {
 namespace {
@@ -50,6 +51,41 @@ TEST(Budgets, TensorCapAppliesToShapesKnownOnlyWhileRunning) {
   // A shape whose size overflows is refused the same way, not allocated.
   EXPECT_CONTAINS(run_error(*s, {{"x", x}, {"shape", i64s({int64_t{1} << 40, int64_t{1} << 40})}}),
                   "more bytes than a 64-bit size can count");
+}
+
+// Constant folding runs a node whose inputs are constants through a small session of its own: that session has
+// the caps too (and the per-node folding cap below them). A ConstantOfShape of 2 GiB whose size inference could
+// not predict (the rest of the graph did not infer) was allocated at load under a 64 MiB cap (an op fuzz find).
+TEST(Budgets, ConstantFoldingAllocatesWithinTheTensorCap) {
+  ModelBuilder b;
+  b.input("x", {1}).output("y", {1});
+  auto* n = b.m.mutable_graph()->add_initializer();
+  n->set_name("n");
+  n->set_data_type(onnx::TensorProto::INT64);
+  n->add_dims(1);
+  n->add_int64_data(int64_t{1} << 28);  // int64 [2^28]: 2 GiB
+  b.node("ConstantOfShape", {"n"}, {"big"}, "big");
+  b.node("Shape", {"big"}, {"s"}, "shape");
+  b.node("Reshape", {"x", "s"}, {"y"}, "reshape");
+  TempDir dir;
+  auto rt = build_tree_runtime();
+  SessionOptions so;
+  so.max_tensor_bytes = 64 << 20;
+  { std::ofstream reset("/proc/self/clear_refs"); reset << "5"; }
+  auto hwm_kib = [] {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+    return -1L;
+  };
+  const long before = hwm_kib();
+  try {
+    rt->load(b.save(dir / "fold_big.onnx"), so);
+    ADD_FAILURE() << "a 2 GiB value loaded under a 64 MiB cap";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "over the tensor size limit of 64 MiB");
+  }
+  EXPECT_LT(hwm_kib() - before, 256 * 1024) << "peak RSS grew past 256 MiB while loading";
 }
 
 TEST(Budgets, MemoryLimitDefaultsToHalfOfPhysicalMemory) {
