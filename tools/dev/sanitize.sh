@@ -41,10 +41,10 @@ case "$kind" in
     cmake --preset tsan >/dev/null
     cmake --build --preset tsan -j"$jobs" --target ophost_unit_tests ophost_integration_tests
     # The concurrency tests: the intra-op pool, one session run from eight threads, the parallel (inter-op)
-    # execution mode, profiling from the inter-op workers. Everything else is single-threaded and covered by the
-    # ASan run.
+    # execution mode, profiling from the inter-op workers, the node observer called from them. Everything else
+    # is single-threaded and covered by the ASan run.
     ctest --preset tsan --output-on-failure -j"$jobs" \
-      -R '^(ThreadPool\.|Execution\.(OneSessionFromEightThreads|Parallel|Profile|.*Concurrent|.*Threads))' "$@"
+      -R '^(ThreadPool\.|NodeObserver\.|Execution\.(OneSessionFromEightThreads|Parallel|Profile|.*Concurrent|.*Threads))' "$@"
     ;;
   *)
     echo "tools/dev/sanitize.sh: unknown kind '$kind' (asan or tsan)" >&2
