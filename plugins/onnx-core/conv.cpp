@@ -322,18 +322,10 @@ class ConvKernel {
       // One primitive of kind Fwd (convolution_forward or deconvolution_forward); false when it is reference
       // code and another layout remains to try.
       auto try_build = [&]<class Fwd>(std::type_identity<Fwd>, dnnl::algorithm alg) {
-        auto d = bias ? typename Fwd::desc(dnnl::prop_kind::forward_inference, alg, src_md, wei_any, p->bias_md,
-                                           dst_md, strides, dil, pl, pr)
-                      : typename Fwd::desc(dnnl::prop_kind::forward_inference, alg, src_md, wei_any, dst_md,
-                                           strides, dil, pl, pr);
-        typename Fwd::primitive_desc pd(d, attr, eng);
+        auto pd = forward_pd<Fwd>(alg, src_md, wei_any, bias ? &p->bias_md : nullptr, dst_md, strides, dil, pl, pr,
+                                  attr);
         if (!last && is_reference_impl(pd.impl_info_str())) return false;
-        p->src_md = pd.src_desc();
-        p->dst_md = pd.dst_desc();
-        p->wei_md = pd.weights_desc();
-        p->scratch_bytes = pd.scratchpad_desc().get_size();
-        p->impl = pd.impl_info_str();
-        p->prim = Fwd(pd);
+        adopt<Fwd>(*p, pd);
         return true;
       };
       try {
@@ -390,6 +382,30 @@ class ConvKernel {
     return p;
   }
 
+  // The primitive descriptor of a forward (de)convolution, with a bias when `bias_md` is given.
+  template <class Fwd>
+  static typename Fwd::primitive_desc forward_pd(dnnl::algorithm alg, const memory::desc& src, const memory::desc& wei,
+                                                 const memory::desc* bias_md, const memory::desc& dst,
+                                                 const memory::dims& strides, const memory::dims& dil,
+                                                 const memory::dims& pl, const memory::dims& pr,
+                                                 const dnnl::primitive_attr& attr) {
+    auto d = bias_md ? typename Fwd::desc(dnnl::prop_kind::forward_inference, alg, src, wei, *bias_md, dst, strides,
+                                          dil, pl, pr)
+                     : typename Fwd::desc(dnnl::prop_kind::forward_inference, alg, src, wei, dst, strides, dil, pl, pr);
+    return typename Fwd::primitive_desc(d, attr, cpu_engine());
+  }
+
+  // Takes the layouts, scratchpad size, implementation name and primitive of `pd` into `p`.
+  template <class Fwd>
+  static void adopt(Prim& p, const typename Fwd::primitive_desc& pd) {
+    p.src_md = pd.src_desc();
+    p.dst_md = pd.dst_desc();
+    p.wei_md = pd.weights_desc();
+    p.scratch_bytes = pd.scratchpad_desc().get_size();
+    p.impl = pd.impl_info_str();
+    p.prim = Fwd(pd);
+  }
+
   // The convolution on X padded beforehand (zero pads in the primitive), X and Y channel-blocked; kept when
   // oneDNN has a jit kernel (not gemm, not reference code) for it.
   void try_prepadded(Prim& p, const memory::dims& src_dims, const memory::dims& dst_dims, const memory::desc& wei_any,
@@ -405,22 +421,13 @@ class ConvKernel {
     memory::desc src_md(padded_dims, memory::data_type::f32, t),
         dst_md(dst_dims, memory::data_type::f32, nchwc_tag(g.OC));
     try {
-      auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                      dnnl::algorithm::convolution_direct, src_md, wei_any, p.bias_md,
-                                                      dst_md, strides, dil, zeros, zeros)
-                    : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                      dnnl::algorithm::convolution_direct, src_md, wei_any, dst_md,
-                                                      strides, dil, zeros, zeros);
-      dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
+      auto pd = forward_pd<dnnl::convolution_forward>(dnnl::algorithm::convolution_direct, src_md, wei_any,
+                                                      bias ? &p.bias_md : nullptr, dst_md, strides, dil, zeros, zeros,
+                                                      attr);
       const std::string impl = pd.impl_info_str();
       if (impl.find("gemm") != std::string::npos || is_reference_impl(impl)) return;
-      p.src_md = pd.src_desc();
+      adopt<dnnl::convolution_forward>(p, pd);
       p.src_sub = p.src_md.submemory_desc(src_dims, offsets);
-      p.dst_md = pd.dst_desc();
-      p.wei_md = pd.weights_desc();
-      p.scratch_bytes = pd.scratchpad_desc().get_size();
-      p.impl = impl;
-      p.prim = dnnl::convolution_forward(pd);
       p.prepad = true;
     } catch (const dnnl::error&) {
       // keep what the candidates gave
