@@ -1,6 +1,8 @@
 // Runs every model of tests/hostile/corpus through Runtime::load (parse, resolve, infer, plan, create kernels):
 // each must fail with an ophost::Error holding its .expect text (any clean result when there is no .expect
 // file: fuzzer finds), in under one second, with the peak resident memory growing by less than 64 MiB.
+#include "../peak_rss.hpp"
+
 #include <ophost/runtime.hpp>
 
 #include <gtest/gtest.h>
@@ -17,21 +19,6 @@ namespace fs = std::filesystem;
 
 const fs::path kCorpus = OPHOST_HOSTILE_CORPUS;
 const fs::path kPluginDir = OPHOST_BUILD_PLUGIN_DIR;
-
-// Peak resident set (VmHWM) in KiB; reset_peak() starts a new measurement (Linux >= 4.0: clear_refs 5).
-long read_status_kib(const char* key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) return std::stol(line.substr(std::string(key).size()));
-  }
-  return -1;
-}
-bool reset_peak() {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-  return static_cast<bool>(out);
-}
 
 ophost::Runtime& runtime() {
   static ophost::Runtime rt([] {
@@ -64,8 +51,8 @@ TEST_P(HostileModel, FailsCleanlyFastAndSmall) {
   if (std::ifstream in(expect_file); in) std::getline(in, expect);
 
   ophost::Runtime& rt = runtime();
-  const bool peak_ok = reset_peak();
-  const long rss_before = read_status_kib("VmRSS:");
+  const bool peak_ok = ophost::testing::reset_peak_rss();
+  const long rss_before = ophost::testing::status_kib("VmRSS:");
   const auto t0 = std::chrono::steady_clock::now();
   std::string error;
   bool loaded = false;
@@ -78,7 +65,7 @@ TEST_P(HostileModel, FailsCleanlyFastAndSmall) {
     FAIL() << "a non-ophost exception escaped: " << e.what();
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const long peak = read_status_kib("VmHWM:");
+  const long peak = ophost::testing::peak_rss_kib();
   EXPECT_LT(secs, 1.0) << model;
   if (peak_ok && peak > 0 && rss_before > 0) {
     EXPECT_LT(peak - rss_before, 64 * 1024) << "peak RSS grew by " << (peak - rss_before) << " KiB";

@@ -1,6 +1,7 @@
 // Budgets a run cannot exceed: the per-tensor cap on shapes known only while running, the default memory limit,
 // the per-run deadline, and the --random input sizes of the command. Each refusal names the option to change.
 #include "integration_support.hpp"
+#include "../peak_rss.hpp"
 
 #include <ophost/runtime.hpp>
 
@@ -71,21 +72,15 @@ TEST(Budgets, ConstantFoldingAllocatesWithinTheTensorCap) {
   auto rt = build_tree_runtime();
   SessionOptions so;
   so.max_tensor_bytes = 64 << 20;
-  { std::ofstream reset("/proc/self/clear_refs"); reset << "5"; }
-  auto hwm_kib = [] {
-    std::ifstream in("/proc/self/status");
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-    return -1L;
-  };
-  const long before = hwm_kib();
+  ophost::testing::reset_peak_rss();
+  const long before = ophost::testing::peak_rss_kib();
   try {
     rt->load(b.save(dir / "fold_big.onnx"), so);
     ADD_FAILURE() << "a 2 GiB value loaded under a 64 MiB cap";
   } catch (const Error& e) {
     EXPECT_CONTAINS(e.what(), "over the tensor size limit of 64 MiB");
   }
-  EXPECT_LT(hwm_kib() - before, 256 * 1024) << "peak RSS grew past 256 MiB while loading";
+  EXPECT_LT(ophost::testing::peak_rss_kib() - before, 256 * 1024) << "peak RSS grew past 256 MiB while loading";
 }
 
 TEST(Budgets, MemoryLimitDefaultsToHalfOfPhysicalMemory) {
