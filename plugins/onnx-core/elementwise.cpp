@@ -104,6 +104,20 @@ void pow_compute(const oph::KernelContext& ctx) {
   std::vector<int64_t> oshape = oph::broadcast_shapes(x.shape(), e.shape());
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
   if (!y.present()) return;
+  // A scalar exponent of 2 (LayerNorm decompositions square with Pow): x * x, the correctly rounded square as
+  // pow gives it, without a call to pow per element.
+  if (e.size() == 1 && y.size() == x.size() && (x.dtype() == f32 || x.dtype() == f64)) {
+    double ev = 0;
+    dispatch_numeric_all(e.dtype(), op, [&]<class T1>(std::type_identity<T1>) {
+      ev = static_cast<double>(*static_cast<const T1*>(e.data()));
+    });
+    if (ev == 2.0) {
+      dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
+        unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(), [](T v) { return v * v; });
+      });
+      return;
+    }
+  }
   dispatch_numeric(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
     dispatch_numeric_all(e.dtype(), op, [&]<class T1>(std::type_identity<T1>) {
       binary_apply(ctx, static_cast<const T*>(x.data()), x.shape(), static_cast<const T1*>(e.data()), e.shape(),

@@ -1,6 +1,7 @@
 // onnx-core: elementwise math: rounding and trigonometric functions, Celu, Mish, Gelu, PRelu, Sign, variadic Min/Max/Sum/Mean
 // (broadcasting), Mod and BitShift.
 #include "common.hpp"
+#include "simd_math.hpp"
 
 #include <cmath>
 #include <limits>
@@ -13,23 +14,31 @@ const std::vector<oph_dtype> kAllNumeric = {f16, f32, f64, i8, i16, i32, i64, u8
 
 // ----- unary with attributes -----
 
-// fn(x, attrs...) over float types; `attrs` are read once per compute into a small array.
+// fn(x, attrs...) over float types; `attrs` are read once per compute into a small array. `simd`, when given,
+// computes float32 tensors instead (a vectorised loop of simd_math.hpp).
 using Params = std::vector<float>;
+using SimdFn = void (*)(const float*, float*, size_t);
 
 template <class Fn>
 void register_float_unary(oph::Pack& pack, const char* name, int32_t since, int32_t until, const char* doc,
                           std::vector<std::pair<const char*, float>> attrs, Fn fn,
-                          const std::vector<oph_dtype>& types = kFloat) {
+                          const std::vector<oph_dtype>& types = kFloat, SimdFn simd = nullptr) {
   std::string op = name;
   std::vector<std::string> names;
   for (auto& a : attrs) names.push_back(a.first);
   oph::OpBuilder& b = pack.op(kDomain, name).versions(since, until).doc(doc).input("X", "T").output("Y", "T");
   for (auto& a : attrs) b.attr(a.first, a.second);
   b.infer(oph::same_as_input(0))
-      .compute([op, names, fn](oph::KernelContext& ctx) {
+      .compute([op, names, fn, simd](oph::KernelContext& ctx) {
         oph::TensorRef x = input(ctx, 0, op);
         oph::TensorRef y = ensure_output(ctx, 0, x.shape(), op);
         if (!y.present()) return;
+        if (simd && x.dtype() == f32) {
+          const float* X = static_cast<const float*>(x.data());
+          float* Y = static_cast<float*>(y.data());
+          ctx.parallel_for(x.size(), kGrain, [=](size_t lo, size_t hi) { simd(X + lo, Y + lo, hi - lo); });
+          return;
+        }
         Params p;
         for (const auto& n : names) p.push_back(ctx.attr<float>(n));
         dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
@@ -263,7 +272,8 @@ void register_math(oph::Pack& pack) {
   register_float_unary(pack, "Ceil", 6, OPH_OPSET_MAX, "Y = ceil(X)", {}, [](double x, P) { return std::ceil(x); });
   register_float_unary(pack, "Round", 11, OPH_OPSET_MAX, "Y = round half to even(X)", {},
                        [](double x, P) { return std::nearbyint(x); });
-  register_float_unary(pack, "Erf", 9, OPH_OPSET_MAX, "Y = erf(X)", {}, [](double x, P) { return std::erf(x); });
+  register_float_unary(pack, "Erf", 9, OPH_OPSET_MAX, "Y = erf(X)", {}, [](double x, P) { return std::erf(x); }, kFloat,
+                       &simd_math::erf);
   register_float_unary(pack, "Sin", 7, OPH_OPSET_MAX, "Y = sin(X)", {}, [](double x, P) { return std::sin(x); });
   register_float_unary(pack, "Cos", 7, OPH_OPSET_MAX, "Y = cos(X)", {}, [](double x, P) { return std::cos(x); });
   register_float_unary(pack, "Tan", 7, OPH_OPSET_MAX, "Y = tan(X)", {}, [](double x, P) { return std::tan(x); });

@@ -3,6 +3,7 @@
 // LogSoftmax and Hardmax: opset 1-12: the input is coerced to 2-D at `axis` (default 1) and log-softmax runs over
 // the second dimension; opset 13+: over the single dimension `axis` (default -1).
 #include "common.hpp"
+#include "simd_math.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -66,9 +67,13 @@ struct SoftmaxKernel {
             T m = xb[0];
             for (size_t l = 1; l < len; ++l) m = std::max(m, xb[l]);
             T s = T(0);
-            for (size_t l = 0; l < len; ++l) {
-              yb[l] = std::exp(xb[l] - m);
-              s += yb[l];
+            if constexpr (std::is_same_v<T, float>) {
+              s = simd_math::exp_shifted_sum(xb, yb, len, m);
+            } else {
+              for (size_t l = 0; l < len; ++l) {
+                yb[l] = std::exp(xb[l] - m);
+                s += yb[l];
+              }
             }
             const T inv = T(1) / s;
             for (size_t l = 0; l < len; ++l) yb[l] *= inv;

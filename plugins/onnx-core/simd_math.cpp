@@ -1,0 +1,185 @@
+// onnx-core: Highway kernels of simd_math.hpp. This file is compiled once per Highway target (foreach_target.h
+// re-includes it through HWY_TARGET_INCLUDE); the dispatchers at the end pick the best target at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd_math.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include "simd_math.hpp"
+
+#include <cstring>
+#include <limits>
+
+HWY_BEFORE_NAMESPACE();
+namespace onnx_core::simd_math {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// f(vector) over x[0, n) into y; the tail (fewer than one vector) goes through a zero-padded buffer.
+template <class F>
+HWY_INLINE void Apply(const float* x, float* y, size_t n, F f) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(f(d, hn::LoadU(d, x + i)), d, y + i);
+  if (i < n) {
+    HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
+    std::memcpy(buf, x + i, (n - i) * sizeof(float));
+    hn::Store(f(d, hn::Load(d, buf)), d, buf);
+    std::memcpy(y + i, buf, (n - i) * sizeof(float));
+  }
+}
+
+// NaN lanes of x pass through (the approximations below would map them to numbers).
+template <class D, class V>
+HWY_INLINE V KeepNaN(D, V x, V r) {
+  return hn::IfThenElse(hn::IsNaN(x), x, r);
+}
+
+// Highway's Exp is specified on [-FLT_MAX, 104] (0 below -104, NaN maps to 0): overflow (x > ln(FLT_MAX)) is
+// made +inf here and NaN kept.
+template <class D, class V>
+HWY_INLINE V ExpV(D d, V x) {
+  const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const V big = hn::Set(d, 88.72283935546875f);  // the largest float whose exp is finite
+  V r = hn::Exp(d, hn::Min(x, big));
+  r = hn::IfThenElse(hn::Gt(x, big), inf, r);
+  return KeepNaN(d, x, r);
+}
+
+// 1 / (1 + exp(-x)) without overflow: with e = exp(-|x|) in (0, 1], r = 1 / (1 + e) is sigmoid(|x|) and e * r
+// sigmoid(-|x|).
+template <class D, class V>
+HWY_INLINE V SigmoidV(D d, V x) {
+  const V one = hn::Set(d, 1.0f);
+  const V e = hn::Exp(d, hn::Neg(hn::Abs(x)));
+  const V r = hn::Div(one, hn::Add(one, e));
+  return KeepNaN(d, x, hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(e, r), r));
+}
+
+template <class D, class V>
+HWY_INLINE V TanhV(D d, V x) {
+  return KeepNaN(d, x, hn::Tanh(d, x));
+}
+
+// Highway's Log is specified on (0, FLT_MAX] (subnormals included): 0 -> -inf, negative -> NaN, +inf -> +inf.
+template <class D, class V>
+HWY_INLINE V LogV(D d, V x) {
+  const V inf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const V zero = hn::Zero(d);
+  V r = hn::Log(d, x);
+  r = hn::IfThenElse(hn::Eq(x, zero), hn::Neg(inf), r);
+  r = hn::IfThenElse(hn::Lt(x, zero), hn::Set(d, std::numeric_limits<float>::quiet_NaN()), r);
+  r = hn::IfThenElse(hn::Eq(x, inf), inf, r);
+  return KeepNaN(d, x, r);
+}
+
+// erf: below |x| = 0.921875, x * P(x^2); above, 1 - exp(Q(|x|)) with |x| capped at 3.92 (erf rounds to 1 in
+// float from there), sign restored. P and Q are least-squares fits (weighted relative for P) on Chebyshev nodes,
+// made by tools/dev/fit_erf.py: max error 1.8e-7 relative below the split, 7.9e-8 absolute above.
+template <class D, class V>
+HWY_INLINE V ErfV(D d, V x) {
+  const V a = hn::Abs(x);
+  const V t = hn::Mul(x, x);
+  V p = hn::Set(d, -0.000602459185756743f);
+  p = hn::MulAdd(p, t, hn::Set(d, 0.005000893957912922f));
+  p = hn::MulAdd(p, t, hn::Set(d, -0.026772957295179367f));
+  p = hn::MulAdd(p, t, hn::Set(d, 0.11282039433717728f));
+  p = hn::MulAdd(p, t, hn::Set(d, -0.3761252462863922f));
+  p = hn::MulAdd(p, t, hn::Set(d, 1.1283791065216064f));
+  const V small = hn::Mul(x, p);
+  const V c = hn::Min(a, hn::Set(d, 3.92f));
+  V q = hn::Set(d, 1.6369006061722757e-06f);
+  q = hn::MulAdd(q, c, hn::Set(d, -4.6017936256248504e-05f));
+  q = hn::MulAdd(q, c, hn::Set(d, 0.0005961686256341636f));
+  q = hn::MulAdd(q, c, hn::Set(d, -0.004755204077810049f));
+  q = hn::MulAdd(q, c, hn::Set(d, 0.026404650881886482f));
+  q = hn::MulAdd(q, c, hn::Set(d, -0.11004402488470078f));
+  q = hn::MulAdd(q, c, hn::Set(d, -0.6318718194961548f));
+  q = hn::MulAdd(q, c, hn::Set(d, -1.130202293395996f));
+  q = hn::MulAdd(q, c, hn::Set(d, 0.00031141741783358157f));
+  const V large = hn::CopySignToAbs(hn::Sub(hn::Set(d, 1.0f), hn::Exp(d, q)), x);
+  return KeepNaN(d, x, hn::IfThenElse(hn::Lt(a, hn::Set(d, 0.921875f)), small, large));
+}
+
+void SigmoidImpl(const float* x, float* y, size_t n) {
+  Apply(x, y, n, [](auto d, auto v) { return SigmoidV(d, v); });
+}
+void TanhImpl(const float* x, float* y, size_t n) {
+  Apply(x, y, n, [](auto d, auto v) { return TanhV(d, v); });
+}
+void ExpImpl(const float* x, float* y, size_t n) {
+  Apply(x, y, n, [](auto d, auto v) { return ExpV(d, v); });
+}
+void LogImpl(const float* x, float* y, size_t n) {
+  Apply(x, y, n, [](auto d, auto v) { return LogV(d, v); });
+}
+void ErfImpl(const float* x, float* y, size_t n) {
+  Apply(x, y, n, [](auto d, auto v) { return ErfV(d, v); });
+}
+
+float ExpShiftedSumImpl(const float* x, float* y, size_t n, float shift) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const auto s = hn::Set(d, shift);
+  auto acc = hn::Zero(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto e = ExpV(d, hn::Sub(hn::LoadU(d, x + i), s));
+    hn::StoreU(e, d, y + i);
+    acc = hn::Add(acc, e);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(d, acc));
+  if (i < n) {
+    const size_t tail = n - i;
+    Apply(x + i, y + i, tail, [shift](auto dd, auto v) { return ExpV(dd, hn::Sub(v, hn::Set(dd, shift))); });
+    for (size_t k = i; k < n; ++k) sum += y[k];
+  }
+  return sum;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace onnx_core::simd_math
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "simd_targets.hpp"
+
+namespace onnx_core::simd_math {
+
+HWY_EXPORT(SigmoidImpl);
+HWY_EXPORT(TanhImpl);
+HWY_EXPORT(ExpImpl);
+HWY_EXPORT(LogImpl);
+HWY_EXPORT(ErfImpl);
+HWY_EXPORT(ExpShiftedSumImpl);
+
+void sigmoid(const float* x, float* y, size_t n) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(SigmoidImpl)(x, y, n);
+}
+void tanh(const float* x, float* y, size_t n) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(TanhImpl)(x, y, n);
+}
+void exp(const float* x, float* y, size_t n) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(ExpImpl)(x, y, n);
+}
+void log(const float* x, float* y, size_t n) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(LogImpl)(x, y, n);
+}
+void erf(const float* x, float* y, size_t n) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(ErfImpl)(x, y, n);
+}
+float exp_shifted_sum(const float* x, float* y, size_t n, float shift) {
+  cap_simd_targets();
+  return HWY_DYNAMIC_DISPATCH(ExpShiftedSumImpl)(x, y, n, shift);
+}
+
+}  // namespace onnx_core::simd_math
+#endif  // HWY_ONCE

@@ -1,0 +1,27 @@
+// onnx-core: float32 elementwise math vectorised with Highway and dispatched at run time to the best target the
+// CPU offers (AVX-512, AVX2, SSE4, ...), capped at oneDNN's effective ISA like rnn_simd.hpp (so
+// ONEDNN_MAX_CPU_ISA=AVX2 caps these loops too). Used by the float32 paths of Sigmoid, Tanh, Exp, Log, Erf and
+// Softmax; other dtypes keep the scalar loops. tests/data/onnx_core/check_simd_math.py checks the bounds below
+// (and the special values) at every ISA level, through `ophost run`.
+//
+// Accuracy against the correctly rounded result (float32): exp 1 ULP (Highway), log and tanh 4 ULP (Highway),
+// sigmoid 4 ULP (built on exp), erf 3 ULP (x * P(x^2) below 0.921875, 1 - exp(Q(|x|)) above, fitted here
+// (tools/dev/fit_erf.py); +-1 from 3.92 on, where erf rounds to 1). Special values are those of std::exp and
+// friends: NaN stays NaN, exp(+inf) = inf, exp(-inf) = 0, log(0) = -inf, log(x < 0) = NaN, sigmoid(+-inf) = 1, 0.
+//
+// Each function reads x[0, n) and writes y[0, n); x == y is allowed (in place), partial overlap is not.
+#pragma once
+
+#include <cstddef>
+
+namespace onnx_core::simd_math {
+
+void sigmoid(const float* x, float* y, size_t n);
+void tanh(const float* x, float* y, size_t n);
+void exp(const float* x, float* y, size_t n);
+void log(const float* x, float* y, size_t n);
+void erf(const float* x, float* y, size_t n);
+// y = exp(x - shift); returns the sum of y (Softmax's denominator).
+float exp_shifted_sum(const float* x, float* y, size_t n, float shift);
+
+}  // namespace onnx_core::simd_math

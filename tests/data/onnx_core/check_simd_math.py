@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""Accuracy of onnx-core's vectorised float32 math (plugins/onnx-core/simd_math.hpp) through `ophost run`.
+
+For Sigmoid, Tanh, Exp, Log, Erf, Softmax and Pow(x, 2) it runs a one-node model on a sweep of float32 inputs
+(every power-of-two range from subnormals to the overflow edges, random values, +-0, +-inf, NaN, the overflow and
+underflow thresholds) and compares each output with the float64 result rounded to float32:
+  - finite results: error in ULPs of the float32 reference, at most the bound below (the header's figures);
+  - special values exactly: NaN stays NaN, infinities and signed zeros as std::exp/std::log/... give them.
+Run it under ONEDNN_MAX_CPU_ISA=AVX2 / SSE41 to check the lower Highway targets (the kernels follow oneDNN's cap).
+
+  /usr/bin/python3 check_simd_math.py OPHOST      # exit 1 on any failure; prints the max ULP error per op
+Needs numpy and onnx (Debian python3-numpy, python3-onnx).
+"""
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+# Max error in ULPs of the float32 reference (measured: see simd_math.hpp; a change that worsens one fails here).
+BOUNDS = {"Sigmoid": 4, "Tanh": 4, "Exp": 1, "Log": 4, "Erf": 3, "Pow2": 0}
+
+
+def sweep():
+    rng = np.random.default_rng(7)
+    mags = [np.float32(2.0) ** e for e in range(-149, 128)]
+    base = np.concatenate([np.array(mags, np.float32) * f for f in (1.0, 1.37, 1.9)])
+    base = base[np.isfinite(base)]
+    vals = np.concatenate([base, -base,
+                           rng.uniform(-10, 10, 20000).astype(np.float32),
+                           rng.uniform(-110, 110, 20000).astype(np.float32),
+                           rng.standard_normal(20000).astype(np.float32) * 3,
+                           np.linspace(-5, 5, 20011, dtype=np.float32),
+                           np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 88.72283935546875, 88.7228469848632,
+                                     -87.33654, -103.97208, -104.0, -150.0, 0.921875, -0.921875, 3.92, 3.9199998,
+                                     1e-38, -1e-38, 1.17549435e-38], np.float32)])
+    return vals.astype(np.float32)
+
+
+def reference(op, x):
+    xd = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        if op == "Sigmoid":
+            return np.where(xd >= 0, 1 / (1 + np.exp(-xd)), np.exp(xd) / (1 + np.exp(xd)))
+        if op == "Tanh":
+            return np.tanh(xd)
+        if op == "Exp":
+            return np.exp(xd)
+        if op == "Log":
+            return np.log(xd)
+        if op == "Erf":
+            return np.array([math.erf(v) if np.isfinite(v) else (np.sign(v) if np.isinf(v) else v) for v in xd])
+        if op == "Pow2":
+            return xd * xd
+    raise ValueError(op)
+
+
+def ulp_errors(got, ref64):
+    with np.errstate(over="ignore"):  # exp overflows to inf in float32 as it should
+        ref = ref64.astype(np.float32)  # the correctly rounded float32 result (double rounding aside: negligible)
+    fin = np.isfinite(ref) & np.isfinite(got)
+    r, g = ref[fin].astype(np.float64), got[fin].astype(np.float64)
+    spacing = np.spacing(np.abs(ref[fin])).astype(np.float64)
+    spacing = np.maximum(spacing, np.float64(np.finfo(np.float32).smallest_subnormal))
+    return np.abs(g - r) / spacing, ref
+
+
+def run(ophost, model, feeds, tmp):
+    ins = []
+    for name, arr in feeds.items():
+        p = os.path.join(tmp, name + ".npy")
+        np.save(p, arr)
+        ins.append("--input=%s=%s" % (name, p))
+    out = os.path.join(tmp, "out")
+    r = subprocess.run([ophost, "run", model, *ins, "--threads", "1", "--output-dir", out], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise RuntimeError("ophost run failed: " + (r.stderr or r.stdout).strip())
+    return np.load(os.path.join(out, "y.npy"))
+
+
+def unary_model(op, n, path):
+    if op == "Pow2":
+        node = helper.make_node("Pow", ["x", "two"], ["y"])
+        inits = [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])]
+    else:
+        node = helper.make_node(op, ["x"], ["y"])
+        inits = []
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def check_unary(ophost, op, x, tmp):
+    path = os.path.join(tmp, op + ".onnx")
+    unary_model(op, x.size, path)
+    got = run(ophost, path, {"x": x}, tmp)
+    ref64 = reference(op, x)
+    errs, ref = ulp_errors(got, ref64)
+    problems = []
+    # Specials: where the reference is NaN / inf / zero, the result must be exactly that (sign included).
+    nan_ref = np.isnan(ref)
+    if not np.array_equal(np.isnan(got), nan_ref):
+        i = np.flatnonzero(np.isnan(got) != nan_ref)[0]
+        problems.append("NaN mismatch at x=%r: got %r, expected %r" % (x[i], got[i], ref[i]))
+    inf = np.isinf(ref) | np.isinf(got)
+    if np.any(got[inf] != ref[inf]):
+        i = np.flatnonzero(inf)[np.flatnonzero(got[inf] != ref[inf])[0]]
+        problems.append("infinity mismatch at x=%r: got %r, expected %r" % (x[i], got[i], ref[i]))
+    worst = float(errs.max()) if errs.size else 0.0
+    if worst > BOUNDS[op]:
+        fin = np.flatnonzero(np.isfinite(ref) & np.isfinite(got))
+        i = fin[int(np.argmax(errs))]
+        problems.append("%.2f ULP at x=%r (got %r, expected %r), bound %d" % (worst, x[i], got[i], ref[i], BOUNDS[op]))
+    return worst, problems
+
+
+def check_softmax(ophost, tmp):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((64, 1001)) * 8).astype(np.float32)
+    x[5, :] = 0.0
+    x[6, 17] = 90.0  # exp of the shifted values never overflows
+    x[7, :] = -1e30
+    g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(x.shape))])
+    path = os.path.join(tmp, "softmax.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    got = run(ophost, path, {"x": x}, tmp).astype(np.float64)
+    xd = x.astype(np.float64)
+    e = np.exp(xd - xd.max(axis=-1, keepdims=True))
+    ref = e / e.sum(axis=-1, keepdims=True)
+    err = float(np.abs(got - ref).max())
+    rel = float((np.abs(got - ref) / np.maximum(np.abs(ref), 1e-30))[ref > 1e-30].max())
+    problems = [] if err <= 1e-6 and rel <= 1e-5 else ["max abs error %.3g, max rel error %.3g" % (err, rel)]
+    return rel, problems
+
+
+def main():
+    ophost = sys.argv[1]
+    x = sweep()
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for op in ("Sigmoid", "Tanh", "Exp", "Log", "Erf", "Pow2"):
+            worst, problems = check_unary(ophost, op, x, tmp)
+            print("%s %-8s max %.2f ULP over %d inputs%s" % ("ok  " if not problems else "FAIL", op, worst, x.size,
+                                                             "".join("\n     " + p for p in problems)))
+            bad += bool(problems)
+        rel, problems = check_softmax(ophost, tmp)
+        print("%s Softmax  max rel error %.3g%s" % ("ok  " if not problems else "FAIL", rel,
+                                                    "".join("\n     " + p for p in problems)))
+        bad += bool(problems)
+    print("ISA cap: %s" % os.environ.get("ONEDNN_MAX_CPU_ISA", "none (native)"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
