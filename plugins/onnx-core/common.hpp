@@ -312,28 +312,53 @@ inline std::vector<int64_t> compact_strides(std::span<const int64_t> shape) {
   return st;
 }
 
-// dst (contiguous, `shape`) [i] = src[base + sum(idx_k * strides_k)], elements of `es` bytes.
+// dst (contiguous, `shape`) [i] = src[base + sum(idx_k * strides_k)], elements of `es` bytes: Slice, Transpose,
+// Expand and the depth/space rearrangements. Dimensions of size 1 are dropped and neighbours that are contiguous
+// in the source too (strides_k == strides_k+1 * shape_k+1) merged first, so a channel slice of NCHW or a
+// Transpose that keeps the trailing dims together copies whole rows (memcpy) instead of single elements.
 inline void strided_copy(const oph::KernelContext& ctx, void* dst, const void* src, size_t es, std::span<const int64_t> shape,
                          std::span<const int64_t> strides, int64_t base) {
   const size_t n = oph::numel(shape);
   if (n == 0) return;
-  const size_t r = shape.size();
-  std::vector<int64_t> sh(shape.begin(), shape.end()), st(strides.begin(), strides.end());
+  std::array<int64_t, OPH_MAX_NDIM> sh{}, st{};
+  size_t r = 0;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 1) continue;
+    if (r > 0 && st[r - 1] == strides[k] * shape[k]) {  // merge with the previous (outer) dimension
+      sh[r - 1] *= shape[k];
+      st[r - 1] = strides[k];
+      continue;
+    }
+    sh[r] = shape[k];
+    st[r] = strides[k];
+    ++r;
+  }
+  if (r == 0) {  // one element
+    std::memcpy(dst, static_cast<const char*>(src) + base * static_cast<int64_t>(es), es);
+    return;
+  }
+  const size_t inner = static_cast<size_t>(sh[r - 1]);
+  const int64_t is = st[r - 1];
+  const size_t rows = n / inner;
   auto run = [&]<class T>(std::type_identity<T>) {
     const T* S = static_cast<const T*>(src);
     T* D = static_cast<T*>(dst);
-    ctx.parallel_for(n, kGrain, [&](size_t lo, size_t hi) {
+    ctx.parallel_for(rows, std::max<size_t>(1, kGrain / inner), [&](size_t lo, size_t hi) {
       std::array<int64_t, OPH_MAX_NDIM> idx{};
       size_t rem = lo;
       int64_t off = base;
-      for (size_t k = r; k-- > 0;) {
+      for (size_t k = r - 1; k-- > 0;) {
         idx[k] = static_cast<int64_t>(rem % static_cast<size_t>(sh[k]));
         rem /= static_cast<size_t>(sh[k]);
         off += idx[k] * st[k];
       }
-      for (size_t i = lo; i < hi; ++i) {
-        D[i] = S[off];
-        for (size_t k = r; k-- > 0;) {
+      for (size_t row = lo; row < hi; ++row) {
+        const T* s = S + off;
+        T* d = D + row * inner;
+        if (is == 1) std::memcpy(d, s, inner * sizeof(T));
+        else
+          for (size_t j = 0; j < inner; ++j) d[j] = s[static_cast<int64_t>(j) * is];
+        for (size_t k = r - 1; k-- > 0;) {  // next row: odometer over the outer dimensions
           off += st[k];
           if (++idx[k] < sh[k]) break;
           off -= st[k] * sh[k];

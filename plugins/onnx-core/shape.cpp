@@ -151,36 +151,6 @@ void transpose_infer(oph::InferContext& c) {
   c.set_output(0, c.input_dtype(0), out);
 }
 
-template <class E>
-void transpose_run(const oph::KernelContext& ctx, const E* x, E* y, const std::vector<int64_t>& oshape,
-                   const std::vector<int64_t>& istride_for_out) {
-  const size_t r = oshape.size();
-  const size_t n = oph::numel(oshape);
-  if (n == 0) return;
-  if (r == 0) {
-    y[0] = x[0];
-    return;
-  }
-  const size_t inner = static_cast<size_t>(oshape[r - 1]);
-  const int64_t is = istride_for_out[r - 1];
-  const size_t rows = n / inner;
-  const int64_t* os = oshape.data();
-  const int64_t* st = istride_for_out.data();
-  ctx.parallel_for(rows, std::max<size_t>(1, kGrain / inner), [=](size_t lo, size_t hi) {
-    for (size_t row = lo; row < hi; ++row) {
-      size_t rem = row;
-      int64_t off = 0;
-      for (size_t k = r - 1; k-- > 0;) {
-        off += static_cast<int64_t>(rem % static_cast<size_t>(os[k])) * st[k];
-        rem /= static_cast<size_t>(os[k]);
-      }
-      const E* src = x + off;
-      E* dst = y + row * inner;
-      for (size_t j = 0; j < inner; ++j) dst[j] = src[static_cast<int64_t>(j) * is];
-    }
-  });
-}
-
 void transpose_compute(const oph::KernelContext& ctx) {
   oph::TensorRef x = input(ctx, 0, "Transpose");
   auto in = x.shape();
@@ -198,13 +168,7 @@ void transpose_compute(const oph::KernelContext& ctx) {
   }
   oph::TensorRef y = ensure_output(ctx, 0, oshape, "Transpose");
   if (!y.present()) return;
-  switch (elem_size(x.dtype())) {
-    case 1: transpose_run(ctx, static_cast<const uint8_t*>(x.data()), static_cast<uint8_t*>(y.data()), oshape, st); break;
-    case 2: transpose_run(ctx, static_cast<const uint16_t*>(x.data()), static_cast<uint16_t*>(y.data()), oshape, st); break;
-    case 4: transpose_run(ctx, static_cast<const uint32_t*>(x.data()), static_cast<uint32_t*>(y.data()), oshape, st); break;
-    case 8: transpose_run(ctx, static_cast<const uint64_t*>(x.data()), static_cast<uint64_t*>(y.data()), oshape, st); break;
-    default: fail("Transpose: unsupported element size", OPH_CODE_UNIMPLEMENTED);
-  }
+  strided_copy(ctx, y.data(), x.data(), elem_size(x.dtype()), oshape, st, 0);
 }
 
 // ----- Concat -----
