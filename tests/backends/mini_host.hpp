@@ -26,7 +26,7 @@
 #include <variant>
 #include <vector>
 
-// Equality of DLPack dtypes (the SDK's C++ layer defines the same; this file uses only the C header).
+// Equality of DLPack dtypes (the SDK's C++ layer defines the same; this file does not include that layer).
 inline bool operator==(oph_dtype a, oph_dtype b) noexcept {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
 }
