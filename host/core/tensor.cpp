@@ -80,6 +80,19 @@ oph_dtype to_dl(DType dtype) noexcept {
   return oph_dtype{static_cast<uint8_t>(OPH_DTYPE_OPAQUE), 0, 0};
 }
 
+bool is_onnx_dtype(oph_dtype d) noexcept {
+  if (d.lanes == 0) return false;
+  switch (d.code) {
+    case OPH_DTYPE_INT: case OPH_DTYPE_UINT: return d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
+    case OPH_DTYPE_FLOAT: return d.bits == 16 || d.bits == 32 || d.bits == 64;
+    case OPH_DTYPE_BFLOAT: return d.bits == 16;
+    case OPH_DTYPE_BOOL: return d.bits == 8;
+    case OPH_DTYPE_COMPLEX: return d.bits == 64 || d.bits == 128;
+    case OPH_DTYPE_OPAQUE: return true;
+    default: return false;
+  }
+}
+
 DType from_dl(oph_dtype dtype) noexcept {
   if (dtype.lanes != 1) return DType::kUndefined;
   switch (dtype.code) {

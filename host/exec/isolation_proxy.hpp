@@ -12,8 +12,7 @@
 // from its recorded request.
 #pragma once
 
-#include "registry/op_schema.hpp"
-
+#include <ophost/op_schema.hpp>
 #include <ophost/ophost_plugin.h>
 
 #include <cstdint>

@@ -7,8 +7,8 @@
 #include <ophost/manifest.hpp>
 #include "plugins/plugin_set.hpp"
 #include "plugins/verify_cache.hpp"
-#include "registry/op_schema.hpp"
 
+#include <ophost/op_schema.hpp>
 #include <ophost/services.hpp>
 
 #include <spdlog/spdlog.h>

@@ -50,19 +50,7 @@ void resolve_attrs(PreparedNode& pn) {
   ra.tensors.resize(op.attrs.size());
   std::vector<bool> seen(op.attrs.size(), false);
   for (const Attribute& a : n.attributes) {
-    const std::optional<size_t> found = op.attr_index(a.name);
-    if (!found) {
-      throw Error(Code::kInvalidArgument, pn.label + ": unknown attribute '" + a.name +
-                                              "'; the op accepts: " + op.describe_attrs());
-    }
-    const size_t idx = *found;
-    const AttrSchema& d = op.attrs[idx];
-    if (a.type != d.type) {
-      std::string hint;
-      if (d.type == OPH_ATTR_FLOAT && a.type == OPH_ATTR_INT) hint = " (write it as a float, e.g. 2.0 instead of 2)";
-      throw Error(Code::kInvalidArgument, pn.label + ": attribute '" + a.name + "' is " + attr_type_name(a.type) +
-                                              " but the op declares it " + attr_type_name(d.type) + hint);
-    }
+    const size_t idx = op.check_attr(a.name, a.type, pn.label);
     seen[idx] = true;
     oph_attr_value& v = ra.values[idx];
     v = {};
@@ -87,18 +75,8 @@ void resolve_attrs(PreparedNode& pn) {
         throw Error(Code::kUnimplemented, pn.label + ": attribute '" + a.name + "' has an unsupported type");
     }
   }
-  for (size_t i = 0; i < op.attrs.size(); ++i) {
-    if (seen[i]) continue;
-    const AttrSchema& d = op.attrs[i];
-    if (d.required) {
-      throw Error(Code::kInvalidArgument, pn.label + ": required attribute '" + d.name + "' (" +
-                                              attr_type_name(d.type) + ") is missing");
-    }
-    // The default (pointing into the pack's static data, valid while it is loaded), or none: the kernel sees
-    // OPH_ATTR_UNDEFINED.
-    ra.values[i] = d.default_value.value_or(oph_attr_value{});
-    ra.values[i].struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;
-  }
+  for (size_t i = 0; i < op.attrs.size(); ++i)
+    if (!seen[i]) ra.values[i] = op.attr_default(i, pn.label);
 }
 
 // The value of a standard-domain Constant node, or nothing when the node is not a plain Constant.

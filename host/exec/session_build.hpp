@@ -9,14 +9,6 @@
 
 namespace ophost {
 
-// The C view of `items` handed to a pack: an array of pointers to its elements, kept in `ptrs`.
-template <class Items, class P>
-P* const* pointers_to(Items& items, std::vector<P*>& ptrs) {
-  ptrs.clear();
-  for (auto& item : items) ptrs.push_back(&item);
-  return ptrs.data();
-}
-
 // "[1,3,?]", or "[?]" when the rank is unknown.
 std::string dims_string(const ValueMeta& m);
 

@@ -5,8 +5,8 @@
 #include "memory/pool.hpp"
 #include "model/model.hpp"
 #include "plugins/plugin_set.hpp"
-#include "registry/op_schema.hpp"
 
+#include <ophost/op_schema.hpp>
 #include <ophost/ophost_plugin.h>
 #include <ophost/services.hpp>
 #include <ophost/runtime.hpp>

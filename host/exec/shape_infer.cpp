@@ -1,5 +1,6 @@
 // Shape inference over a session's graph: every node's own infer through the C ABI (control flow through its
 // bodies), in execution order, from the graph inputs' shapes.
+#include "exec/abi_calls.hpp"
 #include "exec/control_flow.hpp"
 #include "exec/session_build.hpp"
 #include "registry/registry.hpp"
@@ -107,17 +108,10 @@ std::vector<ValueMeta> Session::Impl::infer_all(const std::vector<ValueMeta>& gr
       out_infos[o].present = pn.outputs[o] >= 0;
       out_infos[o].ndim = -2;  // sentinel: infer must set it
     }
-    oph_infer_context ic{};
-    ic.struct_size = OPH_INFER_CONTEXT_STRUCT_SIZE;
-    ic.services = host_services();
-    ic.op = pn.calls->def;
-    ic.num_inputs = in_infos.size();
-    ic.inputs = pointers_to(in_infos, in_ptrs);
-    ic.num_outputs = out_infos.size();
-    ic.outputs = pointers_to(out_infos, out_ptrs);
-    ic.num_attrs = pn.attrs.values.size();
-    ic.attrs = pointers_to(pn.attrs.values, attr_ptrs);
-    ic.node_name = pn.node->name.c_str();
+    pointers_to(in_infos, in_ptrs);
+    pointers_to(out_infos, out_ptrs);
+    pointers_to(pn.attrs.values, attr_ptrs);
+    const oph_infer_context ic = infer_context(pn.calls->def, in_ptrs, out_ptrs, attr_ptrs, pn.node->name.c_str());
     throw_if_error(pn.calls->infer(&ic), pn.label + ": shape inference failed");
     for (size_t o = 0; o < pn.outputs.size(); ++o) {
       int v = pn.outputs[o];

@@ -1,7 +1,8 @@
 // OpSchema from a pack's oph_op_def: the only place in the host that walks an op definition's C arrays (besides
 // the loader's validation, plugins/plugin_tables.cpp).
-#include "registry/op_schema.hpp"
+#include <ophost/op_schema.hpp>
 
+#include <ophost/error.hpp>
 #include <ophost/manifest.hpp>
 #include <ophost/pack.hpp>
 #include <ophost/sdk/attrs.hpp>
@@ -77,6 +78,11 @@ OpSchema OpSchema::from_def(const oph_op_def& def) {
   s.doc = str(def.doc);
   for (const oph_io_def* d : items(def.inputs, def.num_inputs)) s.inputs.push_back(io_schema(*d, def));
   for (const oph_io_def* d : items(def.outputs, def.num_outputs)) s.outputs.push_back(io_schema(*d, def));
+  for (const oph_type_constraint* tc : items(def.type_constraints, def.num_type_constraints)) {
+    TypeVarSchema& t = s.type_vars.emplace_back();
+    t.name = str(tc->type_var);
+    if (tc->allowed != nullptr) t.allowed.assign(tc->allowed, tc->allowed + tc->num_allowed);
+  }
   for (const oph_attr_def* d : items(def.attributes, def.num_attributes)) s.attrs.push_back(attr_schema(*d));
   for (const oph_alias_def* d : items(def.aliases, def.num_aliases)) {
     if (d->input_index < 0 || d->output_index < 0) continue;  // the loader refuses these; host-made ops have none
@@ -97,6 +103,20 @@ const IoSchema* OpSchema::formal_input(size_t actual) const noexcept {
   if (inputs.empty()) return nullptr;
   return &inputs[std::min(actual, inputs.size() - 1)];
 }
+
+namespace {
+
+std::vector<const IoSchema*> expand(const std::vector<IoSchema>& formals) {
+  std::vector<const IoSchema*> out;
+  for (const IoSchema& io : formals)
+    out.insert(out.end(), io.arity == OPH_ARITY_VARIADIC ? static_cast<size_t>(std::max(1, io.min_arity)) : 1, &io);
+  return out;
+}
+
+}  // namespace
+
+std::vector<const IoSchema*> OpSchema::actual_inputs() const { return expand(inputs); }
+std::vector<const IoSchema*> OpSchema::actual_outputs() const { return expand(outputs); }
 
 std::optional<size_t> OpSchema::attr_index(std::string_view attr) const noexcept {
   for (size_t i = 0; i < attrs.size(); ++i)
@@ -133,6 +153,36 @@ bool OpSchema::declares(oph_alias_kind kind, size_t input, std::optional<size_t>
   return std::any_of(aliases.begin(), aliases.end(), [&](const AliasSchema& a) {
     return a.kind == kind && a.input == input && (!output || a.output == *output);
   });
+}
+
+size_t OpSchema::check_attr(std::string_view attr, int32_t type, std::string_view label) const {
+  const std::optional<size_t> found = attr_index(attr);
+  if (!found) {
+    throw Error(Code::kInvalidArgument, std::string(label) + ": unknown attribute '" + std::string(attr) +
+                                            "'; the op accepts: " + describe_attrs());
+  }
+  const AttrSchema& d = attrs[*found];
+  if (type != d.type) {
+    std::string hint;
+    if (d.type == OPH_ATTR_FLOAT && type == OPH_ATTR_INT) hint = " (write it as a float, e.g. 2.0 instead of 2)";
+    throw Error(Code::kInvalidArgument, std::string(label) + ": attribute '" + std::string(attr) + "' is " +
+                                            attr_type_name(type) + " but the op declares it " +
+                                            attr_type_name(d.type) + hint);
+  }
+  return *found;
+}
+
+oph_attr_value OpSchema::attr_default(size_t index, std::string_view label) const {
+  const AttrSchema& d = attrs.at(index);
+  if (d.required) {
+    throw Error(Code::kInvalidArgument, std::string(label) + ": required attribute '" + d.name + "' (" +
+                                            attr_type_name(d.type) + ") is missing");
+  }
+  // The default (pointing into the pack's static data, valid while it is loaded), or none: the kernel sees
+  // OPH_ATTR_UNDEFINED.
+  oph_attr_value v = d.default_value.value_or(oph_attr_value{});
+  v.struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;
+  return v;
 }
 
 }  // namespace ophost

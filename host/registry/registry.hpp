@@ -8,8 +8,8 @@
 #pragma once
 
 #include "plugins/plugin_set.hpp"
-#include "registry/op_schema.hpp"
 
+#include <ophost/op_schema.hpp>
 #include <ophost/ophost_plugin.h>
 
 #include <cstdint>

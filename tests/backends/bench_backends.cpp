@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     // relu6_scale on 16M float32 vs a D2D copy of the same 64 MiB.
     minihost::Plugin myops(pack);
     if (!myops.ok()) throw std::runtime_error(pack + ": " + myops.error());
-    const oph_op_def* op = myops.find_op("myops", "relu6_scale", dev, 1);
+    const ophost::OpSchema* op = myops.find_op("myops", "relu6_scale", dev, 1);
     if (!op) throw std::runtime_error(pack + " has no relu6_scale on " + dev);
     const size_t n = size_t{16} << 20;
     std::vector<int64_t> shape{static_cast<int64_t>(n)};
@@ -121,15 +121,15 @@ int main(int argc, char** argv) {
     x.shape = shape;
     x.bytes.resize(n * sizeof(float));
     for (size_t i = 0; i < n; ++i) reinterpret_cast<float*>(x.bytes.data())[i] = static_cast<float>(i % 17) - 8.0f;
-    minihost::Kernel k(op, {x}, {{"scale", 0.5f}, {"max_val", 6.0f}}, b.device());
+    minihost::Kernel k(*op, {x}, {{"scale", 0.5f}, {"max_val", 6.0f}}, b.device());
     minihost::DeviceTensor dx(b, x.dtype, shape, x.bytes.size()), dy(b, x.dtype, shape, x.bytes.size());
     b.copy(OPH_COPY_HOST_TO_DEVICE, dx.ptr, x.bytes.data(), x.bytes.size(), stream);
     std::vector<oph_tensor*> ins{&dx.t}, outs{&dy.t};
-    minihost::launch(k, b, stream, ins, outs);  // warm-up
+    k.launch(stream, ins, outs);  // warm-up
     b.sync(stream);
     const double moved = 2.0 * n * sizeof(float);
     double ms_copy = best_ms(t, reps, [&] { b.copy(OPH_COPY_DEVICE_TO_DEVICE, dy.ptr, dx.ptr, n * sizeof(float), stream); });
-    double ms_op = best_ms(t, reps, [&] { minihost::launch(k, b, stream, ins, outs); });
+    double ms_op = best_ms(t, reps, [&] { k.launch(stream, ins, outs); });
     report(dev, "D2D copy 64 MiB", moved, ms_copy);
     report(dev, "relu6_scale 16M f32", moved, ms_op);
     std::printf("%-5s %-22s %.0f%% of D2D copy bandwidth\n", dev.c_str(), "relu6_scale/copy", 100.0 * ms_copy / ms_op);

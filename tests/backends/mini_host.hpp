@@ -1,16 +1,20 @@
-// A minimal host for driving device backends and operator packs directly through the C ABI, shared by the
-// backend op suite (test_backend_ops.cpp) and the GPU benchmark (bench_backends.cpp): dlopen a plugin from
-// the build tree, run the handshake with libophost's services table, find an op by (domain, name, device,
-// opset), infer its output shapes, create the kernel and run it on a backend stream with device buffers
-// allocated and filled through the backend's own alloc/copy. No manifest checks (the loader tests cover them).
+// A minimal host for driving device backends and operator packs directly, shared by the backend op suite
+// (test_backend_ops.cpp) and the GPU benchmark (bench_backends.cpp): a plugin loaded from the build tree with
+// the loader's own checks (ophost::PluginLibrary, no manifest), its ops converted once into schemas, an op found
+// by (domain, name, device, opset) and run through libophost's op runner (ophost::OpRunner: attributes, infer,
+// create_kernel, compute) on a backend stream, with device buffers allocated and filled through the backend's
+// own alloc/copy. No manifest checks (the loader tests cover them).
 #pragma once
 
 #include "plugin_library.hpp"
 
+#include <ophost/error.hpp>
+#include <ophost/manifest.hpp>
+#include <ophost/op_runner.hpp>
+#include <ophost/op_schema.hpp>
 #include <ophost/ophost_plugin.h>
+#include <ophost/pack.hpp>
 #include <ophost/services.hpp>
-
-#include <dlfcn.h>
 
 #include <cstdint>
 #include <cstring>
@@ -22,7 +26,7 @@
 #include <variant>
 #include <vector>
 
-// Equality of DLPack dtypes (the SDK's C++ layer defines the same; this file uses only the C header).
+// Equality of DLPack dtypes (the SDK's C++ layer defines the same; this file does not include that layer).
 inline bool operator==(oph_dtype a, oph_dtype b) noexcept {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
 }
@@ -48,58 +52,37 @@ class Plugin {
       error_ = "plugin " + name + " is not built (" + lib.string() + " missing)";
       return;
     }
-    handle_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) {
-      error_ = std::string("dlopen failed: ") + dlerror();
+    try {
+      lib_ = ophost::PluginLibrary::load(lib, {}, nullptr, "plugin " + name + ": ");
+    } catch (const ophost::Error& e) {
+      error_ = e.what();
       return;
     }
-    auto entry = reinterpret_cast<oph_plugin_entry_fn>(dlsym(handle_, OPH_PLUGIN_ENTRY_SYMBOL));
-    if (!entry) {
-      error_ = std::string(OPH_PLUGIN_ENTRY_SYMBOL) + " not exported by " + lib.string();
-      return;
-    }
-    dir_ = lib.parent_path().string();
-    host_.struct_size = OPH_HOST_INFO_STRUCT_SIZE;
-    host_.abi_major = OPH_ABI_MAJOR;
-    host_.abi_minor = OPH_ABI_MINOR;
-    host_.services = ophost::host_services();
-    host_.host_version = "0.0.0-test";
-    host_.plugin_dir = dir_.c_str();
-    if (oph_status* s = entry(&host_, &info_)) {
-      error_ = "entry failed: " + take(s);
-      info_ = nullptr;
-    }
+    for (const oph_op_def* op : lib_->ops()) schemas_.push_back(ophost::OpSchema::from_def(*op));
   }
-  ~Plugin() {
-    if (info_ && info_->release) info_->release(info_->plugin_state);
-    if (handle_) dlclose(handle_);
-  }
-  Plugin(const Plugin&) = delete;
-  Plugin& operator=(const Plugin&) = delete;
 
-  bool ok() const { return info_ != nullptr; }
+  bool ok() const { return lib_ != nullptr; }
   const std::string& error() const { return error_; }
-  const oph_plugin_info* info() const { return info_; }
   const std::string& name() const { return name_; }
+  // The device tables (validated; empty when not loaded).
+  const std::vector<const oph_device_backend_def*>& devices() const {
+    static const std::vector<const oph_device_backend_def*> none;
+    return lib_ ? lib_->devices() : none;
+  }
 
   // The op serving (domain, name) on `device` at `opset`, or NULL.
-  const oph_op_def* find_op(const std::string& domain, const std::string& op, const std::string& device,
-                            int32_t opset) const {
-    if (!info_) return nullptr;
-    for (size_t i = 0; i < info_->num_ops; ++i) {
-      const oph_op_def* d = info_->ops[i];
-      if (domain == d->domain && op == d->name && device == d->device && d->since_version <= opset &&
-          opset <= d->end_version)
-        return d;
-    }
+  const ophost::OpSchema* find_op(const std::string& domain, const std::string& op, const std::string& device,
+                                  int32_t opset) const {
+    for (const ophost::OpSchema& s : schemas_)
+      if (s.domain == ophost::normalize_domain(domain) && s.name == op && s.device == device && s.contains(opset))
+        return &s;
     return nullptr;
   }
 
  private:
-  std::string name_, error_, dir_;
-  void* handle_ = nullptr;
-  oph_host_info host_{};
-  const oph_plugin_info* info_ = nullptr;
+  std::string name_, error_;
+  std::unique_ptr<ophost::PluginLibrary> lib_;  // releases the plugin
+  std::vector<ophost::OpSchema> schemas_;       // point into the plugin: destroyed first
 };
 
 // A device backend plugin with its first device.
@@ -110,11 +93,11 @@ class Backend {
       reason_ = plugin_.error();
       return;
     }
-    if (plugin_.info()->num_devices < 1) {
+    if (plugin_.devices().empty()) {
       reason_ = plugin + " has no device table";
       return;
     }
-    dev_ = plugin_.info()->devices[0];
+    dev_ = plugin_.devices()[0];
     const char* why = nullptr;
     if (oph_status* s = dev_->enumerate(dev_->backend, &count_, &why)) {
       reason_ = "enumerate failed: " + take(s);
@@ -187,96 +170,53 @@ struct HostTensor {
 
 using AttrValue = std::variant<float, int64_t>;
 
-// Attribute values in schema order: defaults, overridden by `attrs`.
-inline std::vector<oph_attr_value> resolve_attrs(const oph_op_def* op, const std::map<std::string, AttrValue>& attrs) {
-  std::vector<oph_attr_value> out;
-  for (size_t i = 0; i < op->num_attributes; ++i) {
-    const oph_attr_def* d = op->attributes[i];
-    oph_attr_value v{};  // no default: OPH_ATTR_UNDEFINED
-    if (d->default_value) v = *d->default_value;
-    v.struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;
-    if (auto it = attrs.find(d->name); it != attrs.end()) {
-      v.type = d->type;
-      if (auto* f = std::get_if<float>(&it->second)) v.f = *f;
-      if (auto* n = std::get_if<int64_t>(&it->second)) v.i = *n;
-    }
-    out.push_back(v);
-  }
+// The attribute values by name, as the op runner takes them (a float or an int each).
+inline std::vector<ophost::NamedAttr> named_attrs(const std::map<std::string, AttrValue>& attrs) {
+  std::vector<ophost::NamedAttr> out;
   for (const auto& [name, value] : attrs) {
-    bool known = false;
-    for (size_t i = 0; i < op->num_attributes; ++i)
-      known |= name == op->attributes[i]->name;
-    if (!known) throw std::runtime_error(std::string(op->name) + " has no attribute " + name);
+    ophost::NamedAttr& a = out.emplace_back();
+    a.name = name;
+    a.value.struct_size = OPH_ATTR_VALUE_STRUCT_SIZE;
+    if (const auto* f = std::get_if<float>(&value)) {
+      a.value.type = OPH_ATTR_FLOAT;
+      a.value.f = *f;
+    } else {
+      a.value.type = OPH_ATTR_INT;
+      a.value.i = std::get<int64_t>(value);
+    }
   }
   return out;
 }
 
-// A prepared kernel: output shapes inferred, state created.
+// A prepared kernel: attributes resolved, output shapes inferred, state created (all through ophost::OpRunner,
+// which throws ophost::Error naming the op on any failure).
 class Kernel {
  public:
-  Kernel(const oph_op_def* op, const std::vector<HostTensor>& inputs, const std::map<std::string, AttrValue>& attrs,
-         oph_device device, size_t num_outputs = 1)
-      : op_(op), attrs_(resolve_attrs(op, attrs)) {
-    std::vector<oph_value_info> in(inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      in[i].struct_size = OPH_VALUE_INFO_STRUCT_SIZE;
-      in[i].present = true;
-      in[i].dtype = inputs[i].dtype;
-      in[i].ndim = static_cast<int32_t>(inputs[i].shape.size());
-      std::copy(inputs[i].shape.begin(), inputs[i].shape.end(), in[i].shape);
-    }
-    outs_.resize(num_outputs);
-    for (auto& o : outs_) {
-      o.struct_size = OPH_VALUE_INFO_STRUCT_SIZE;
-      o.present = true;
-    }
-    std::vector<const oph_value_info*> in_ptrs;
-    std::vector<oph_value_info*> out_ptrs;
-    std::vector<const oph_attr_value*> attr_ptrs;
-    for (const auto& v : in) in_ptrs.push_back(&v);
-    for (auto& v : outs_) out_ptrs.push_back(&v);
-    for (const auto& v : attrs_) attr_ptrs.push_back(&v);
-    oph_infer_context ic{};
-    ic.struct_size = OPH_INFER_CONTEXT_STRUCT_SIZE;
-    ic.services = ophost::host_services();
-    ic.op = op;
-    ic.num_inputs = in.size();
-    ic.inputs = in_ptrs.data();
-    ic.num_outputs = outs_.size();
-    ic.outputs = out_ptrs.data();
-    ic.num_attrs = attrs_.size();
-    ic.attrs = attr_ptrs.data();
-    ic.node_name = "test_node";
-    check(op->infer(&ic), std::string(op->name) + " infer");
-    oph_kernel_create_args ca{};
-    ca.struct_size = OPH_KERNEL_CREATE_ARGS_STRUCT_SIZE;
-    ca.services = ophost::host_services();
-    ca.op = op;
-    ca.num_inputs = in.size();
-    ca.inputs = in_ptrs.data();
-    ca.num_outputs = outs_.size();
-    ca.outputs = out_ptrs.data();
-    ca.num_attrs = attrs_.size();
-    ca.attrs = attr_ptrs.data();
-    ca.node_name = "test_node";
-    ca.device = device;
-    if (op->create_kernel) check(op->create_kernel(&ca, &state_), std::string(op->name) + " create_kernel");
+  Kernel(const ophost::OpSchema& op, const std::vector<HostTensor>& inputs,
+         const std::map<std::string, AttrValue>& attrs, oph_device device)
+      : runner_(op, named_attrs(attrs), {nullptr, "test_node"}) {
+    std::vector<oph_value_info> in;
+    for (const HostTensor& t : inputs) in.push_back(ophost::value_info(t.dtype, t.shape));
+    outs_ = runner_.infer(in);
+    kernel_ = runner_.create_kernel(in, outs_, device);
   }
-  ~Kernel() {
-    if (op_->destroy_kernel && state_) op_->destroy_kernel(state_);
-  }
-  Kernel(const Kernel&) = delete;
-  Kernel& operator=(const Kernel&) = delete;
 
-  const oph_value_info& output_info(size_t i) const { return outs_[i]; }
-  void* state() const { return state_; }
-  const oph_op_def* op() const { return op_; }
+  size_t num_outputs() const { return outs_.size(); }
+  const oph_value_info& output_info(size_t i) const { return outs_.at(i); }
+  // Launches the kernel on `stream` with device tensors (no synchronization).
+  void launch(void* stream, const std::vector<oph_tensor*>& ins, const std::vector<oph_tensor*>& outs) const {
+    const std::vector<const oph_tensor*> in(ins.begin(), ins.end());
+    ophost::ComputeArgs args;
+    args.inputs = in;
+    args.outputs = outs;
+    args.stream = stream;
+    kernel_.compute(args);
+  }
 
  private:
-  const oph_op_def* op_;
-  std::vector<oph_attr_value> attrs_;
+  ophost::OpRunner runner_;
   std::vector<oph_value_info> outs_;
-  void* state_ = nullptr;
+  ophost::OpKernel kernel_;  // destroyed first
 };
 
 // Device buffers for one call, freed with the object.
@@ -300,26 +240,11 @@ struct DeviceTensor {
   DeviceTensor& operator=(const DeviceTensor&) = delete;
 };
 
-// Launches the kernel on `stream` with device tensors (no synchronization).
-inline void launch(Kernel& k, Backend& b, void* stream, const std::vector<oph_tensor*>& ins,
-                   const std::vector<oph_tensor*>& outs) {
-  oph_compute_context cc{};
-  cc.struct_size = OPH_COMPUTE_CONTEXT_STRUCT_SIZE;
-  cc.services = ophost::host_services();
-  cc.num_inputs = ins.size();
-  cc.inputs = ins.data();
-  cc.num_outputs = outs.size();
-  cc.outputs = outs.data();
-  cc.stream = stream;
-  cc.device = b.device();
-  cc.allocate_output = nullptr;
-  check(k.op()->compute(k.state(), &cc), std::string(k.op()->name) + " compute on " + b.type());
-}
-
 // Runs `op` once on backend `b`: inputs copied in, computed on a fresh stream, outputs copied back.
-inline std::vector<HostTensor> run(const oph_op_def* op, Backend& b, const std::vector<HostTensor>& inputs,
-                                   const std::map<std::string, AttrValue>& attrs, size_t num_outputs = 1) {
-  Kernel k(op, inputs, attrs, b.device(), num_outputs);
+inline std::vector<HostTensor> run(const ophost::OpSchema& op, Backend& b, const std::vector<HostTensor>& inputs,
+                                   const std::map<std::string, AttrValue>& attrs) {
+  Kernel k(op, inputs, attrs, b.device());
+  const size_t num_outputs = k.num_outputs();
   void* stream = b.stream_create();
   struct StreamGuard {
     Backend& b;
@@ -336,14 +261,14 @@ inline std::vector<HostTensor> run(const oph_op_def* op, Backend& b, const std::
   std::vector<HostTensor> result(num_outputs);
   for (size_t i = 0; i < num_outputs; ++i) {
     const oph_value_info& o = k.output_info(i);
-    if (o.ndim < 0) throw std::runtime_error(std::string(op->name) + ": output rank unknown after infer");
+    if (o.ndim < 0) throw std::runtime_error(op.describe() + ": output rank unknown after infer");
     result[i].dtype = o.dtype;
     result[i].shape.assign(o.shape, o.shape + o.ndim);
     result[i].bytes.resize(result[i].numel() * result[i].elem_size());
     dout.push_back(std::make_unique<DeviceTensor>(b, o.dtype, result[i].shape, result[i].bytes.size()));
     outs.push_back(&dout.back()->t);
   }
-  launch(k, b, stream, ins, outs);
+  k.launch(stream, ins, outs);
   for (size_t i = 0; i < num_outputs; ++i)
     b.copy(OPH_COPY_DEVICE_TO_HOST, result[i].bytes.data(), dout[i]->ptr, result[i].bytes.size(), stream);
   b.sync(stream);

@@ -382,14 +382,14 @@ const std::vector<OpCase>& op_table() {
                                        << "; worst abs error " << worst << " (atol " << atol << ", rtol " << rtol << ")";
 }
 
-const oph_op_def* find_op(const Env& e, const OpCase& c, std::string* packs_tried) {
+const ophost::OpSchema* find_op(const Env& e, const OpCase& c, std::string* packs_tried) {
   for (const auto& p : e.packs) {
     if (!p->ok()) {
       *packs_tried += " " + p->name() + " (not loaded: " + p->error() + ")";
       continue;
     }
     *packs_tried += " " + p->name();
-    if (const oph_op_def* d = p->find_op(c.domain, c.op, e.device, c.opset)) return d;
+    if (const ophost::OpSchema* d = p->find_op(c.domain, c.op, e.device, c.opset)) return d;
   }
   return nullptr;
 }
@@ -405,12 +405,12 @@ TEST_P(BackendOps, MatchesOracle) {
   Env& e = env(device);
   if (!e.backend->active()) GTEST_SKIP() << device << " backend inactive: " << e.backend->reason();
   std::string tried;
-  const oph_op_def* op = find_op(e, c, &tried);
+  const ophost::OpSchema* op = find_op(e, c, &tried);
   if (!op) GTEST_SKIP() << "no " << device << " kernel for " << (c.domain.empty() ? "" : c.domain + "::") << c.op
                         << " opset " << c.opset << " in packs:" << tried;
   std::vector<HostTensor> got;
   try {
-    got = minihost::run(op, *e.backend, c.inputs, c.attrs);
+    got = minihost::run(*op, *e.backend, c.inputs, c.attrs);
   } catch (const std::exception& ex) {
     FAIL() << ex.what();
   }
@@ -423,9 +423,9 @@ TEST_P(BackendOps, MatchesOracle) {
     Env& cpu = env("cpu");
     ASSERT_TRUE(cpu.backend->active()) << cpu.backend->reason();
     std::string cpu_tried;
-    const oph_op_def* cpu_op = find_op(cpu, c, &cpu_tried);
+    const ophost::OpSchema* cpu_op = find_op(cpu, c, &cpu_tried);
     ASSERT_NE(cpu_op, nullptr) << "the CPU oracle has no kernel for " << c.op << " in" << cpu_tried;
-    want = minihost::run(cpu_op, *cpu.backend, c.inputs, c.attrs)[0];
+    want = minihost::run(*cpu_op, *cpu.backend, c.inputs, c.attrs)[0];
   }
   EXPECT_TRUE(close(got[0], want, c.atol, c.rtol)) << device << " " << c.label;
 }

@@ -32,6 +32,8 @@ PUBLIC_LAYER = {
     "manifest.hpp": "plugins",
     "plugin_report.hpp": "plugins",
     "pack.hpp": "plugins",
+    "op_schema.hpp": "registry",
+    "op_runner.hpp": "exec",
     "runtime.hpp": "exec",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

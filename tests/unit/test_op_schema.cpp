@@ -1,4 +1,4 @@
-// OpSchema: an op definition's C tables converted once into the host's own description (registry/op_schema.hpp),
+// OpSchema: an op definition's C tables converted once into the host's own description (ophost/op_schema.hpp),
 // and the registry's refusal of a definition the loader would refuse.
 #include "registry/registry.hpp"
 
@@ -136,6 +136,51 @@ TEST(OpSchema, ConvertsEveryTable) {
   EXPECT_EQ(s.calls.destroy_kernel, &destroy_fn);
   EXPECT_EQ(s.calls.compute, &compute_fn);
   EXPECT_EQ(s.calls.kernel_impl, &impl_fn);
+}
+
+TEST(OpSchema, TypeVariablesAndActualValues) {
+  Tables t;
+  const OpSchema s = OpSchema::from_def(t.def);
+  ASSERT_EQ(s.type_vars.size(), 2u);  // in the pack's order
+  EXPECT_EQ(s.type_vars[0].name, "T");
+  EXPECT_EQ(s.type_vars[0].allowed.size(), 2u);
+  EXPECT_EQ(s.type_vars[1].name, "U");
+  EXPECT_EQ(s.type_vars[1].allowed[0].bits, 64);
+  // The fewest values a call passes: variadic Y twice (its min_arity), optional W once.
+  std::vector<std::string> ins, outs;
+  for (const IoSchema* io : s.actual_inputs()) ins.push_back(io->name);
+  for (const IoSchema* io : s.actual_outputs()) outs.push_back(io->name);
+  EXPECT_EQ(ins, (std::vector<std::string>{"X", "Y", "Y"}));
+  EXPECT_EQ(outs, (std::vector<std::string>{"Z", "W"}));
+  EXPECT_EQ(s.actual_inputs()[1], &s.inputs[1]);
+}
+
+TEST(OpSchema, AttributeChecksNameTheLabelAndTheAttribute) {
+  Tables t;
+  const OpSchema s = OpSchema::from_def(t.def);
+  EXPECT_EQ(s.check_attr("axes", OPH_ATTR_INTS, "node 'n'"), 2u);
+  auto message = [&](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::kInvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(message([&] { s.check_attr("beta", OPH_ATTR_FLOAT, "node 'n'"); }),
+            "node 'n': unknown attribute 'beta'; the op accepts: alpha (float, default 0.5), mode (string, default "
+            "'up'), axes (ints, required), extra (ints, optional)");
+  EXPECT_EQ(message([&] { s.check_attr("alpha", OPH_ATTR_INT, "node 'n'"); }),
+            "node 'n': attribute 'alpha' is int but the op declares it float (write it as a float, e.g. 2.0 instead "
+            "of 2)");
+  EXPECT_EQ(message([&] { s.attr_default(2, "node 'n'"); }), "node 'n': required attribute 'axes' (ints) is missing");
+  const oph_attr_value alpha = s.attr_default(0, "node 'n'");
+  EXPECT_EQ(alpha.f, 0.5f);
+  EXPECT_EQ(alpha.struct_size, OPH_ATTR_VALUE_STRUCT_SIZE);
+  const oph_attr_value extra = s.attr_default(3, "node 'n'");  // no default: the kernel sees UNDEFINED
+  EXPECT_EQ(extra.type, OPH_ATTR_UNDEFINED);
+  EXPECT_EQ(extra.struct_size, OPH_ATTR_VALUE_STRUCT_SIZE);
 }
 
 TEST(OpSchema, PackOfAbi10HasNoKernelImpl) {

@@ -17,8 +17,10 @@
 
 #include <ophost/error.hpp>
 #include <ophost/manifest.hpp>
+#include <ophost/op_schema.hpp>
 #include <ophost/pack.hpp>
 #include <ophost/runtime.hpp>
+#include <ophost/tensor.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -38,43 +40,39 @@ namespace {
 using namespace pack;
 
 // Definition checks the loader does not make (it needs none of them to load the op safely).
-void check_definition_extras(const oph_op_def* op, const std::string& label, Report& report) {
+void check_definition_extras(const OpSchema& op, const std::string& label, Report& report) {
   size_t before = report.count();
-  for (size_t i = 0; i < op->num_type_constraints; ++i) {
-    const oph_type_constraint* tc = op->type_constraints[i];
-    for (size_t k = 0; k < tc->num_allowed; ++k) {
-      if (!known_dtype(tc->allowed[k])) {
-        report.finding({label, "type variable '" + std::string(tc->type_var) + "' allows " +
-                                   dtype_str(tc->allowed[k]) + " (code " + std::to_string(tc->allowed[k].code) +
-                                   ", bits " + std::to_string(tc->allowed[k].bits) + ", lanes " +
-                                   std::to_string(tc->allowed[k].lanes) + "), which no ONNX type maps to",
+  for (const TypeVarSchema& tv : op.type_vars) {
+    for (oph_dtype d : tv.allowed) {
+      if (!is_onnx_dtype(d)) {
+        report.finding({label, "type variable '" + tv.name + "' allows " + dtype_str(d) + " (code " +
+                                   std::to_string(d.code) + ", bits " + std::to_string(d.bits) + ", lanes " +
+                                   std::to_string(d.lanes) + "), which no ONNX type maps to",
                         "use the SDK's dtypes (C++: oph::dtypes::f32, ...; C: {OPH_DTYPE_FLOAT, 32, 1})"});
       }
     }
   }
-  for (size_t a = 0; a < op->num_aliases; ++a) {
-    const oph_alias_def* al = op->aliases[a];
-    const oph_io_def* in = op->inputs[static_cast<size_t>(al->input_index)];
-    const oph_io_def* out = op->outputs[static_cast<size_t>(al->output_index)];
-    if (al->kind == OPH_ALIAS_MAY_INPLACE && std::strcmp(in->type_var, out->type_var) != 0) {
-      report.finding({label, "MAY_INPLACE input " + std::to_string(al->input_index) + " ('" + in->name +
-                                 "', type " + in->type_var + ") -> output " + std::to_string(al->output_index) +
-                                 " ('" + out->name + "', type " + out->type_var +
+  for (const AliasSchema& al : op.aliases) {
+    const IoSchema& in = op.inputs[al.input];
+    const IoSchema& out = op.outputs[al.output];
+    if (al.kind == OPH_ALIAS_MAY_INPLACE && in.type_var != out.type_var) {
+      report.finding({label, "MAY_INPLACE input " + std::to_string(al.input) + " ('" + in.name + "', type " +
+                                 in.type_var + ") -> output " + std::to_string(al.output) + " ('" + out.name +
+                                 "', type " + out.type_var +
                                  "): the two have different type variables, so their sizes may differ",
                       "give both the same type variable, or remove the alias"});
     }
   }
-  for (size_t i = 0; i < op->num_inputs; ++i) {
-    const oph_io_def* io = op->inputs[i];
-    if (io->name[0] == '\0') {
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (op.inputs[i].name.empty()) {
       report.finding({label, "input " + std::to_string(i) + " has an empty name",
                       "name every input (C++: .input_names({...})); the names appear in error messages"});
     }
   }
   if (report.count() == before) {
-    report.ok(label + ": definition (" + std::to_string(op->num_inputs) + " inputs, " +
-              std::to_string(op->num_outputs) + " outputs, " + std::to_string(op->num_attributes) + " attributes, " +
-              std::to_string(op->num_aliases) + " aliases)");
+    report.ok(label + ": definition (" + std::to_string(op.inputs.size()) + " inputs, " +
+              std::to_string(op.outputs.size()) + " outputs, " + std::to_string(op.attrs.size()) + " attributes, " +
+              std::to_string(op.aliases.size()) + " aliases)");
   }
 }
 
@@ -82,13 +80,13 @@ std::string abi_str(uint32_t major, uint32_t minor) { return std::to_string(majo
 
 // The ops to check: all, or those named by --op. --attr / --input are for one op, so with them the pack must
 // have one op name or --op must say which. Throws UsageError.
-std::vector<const oph_op_def*> select_ops(const std::vector<const oph_op_def*>& all, const std::string& only,
-                                          bool per_op_args) {
-  std::vector<const oph_op_def*> out;
+std::vector<const OpSchema*> select_ops(const std::vector<OpSchema>& all, const std::string& only,
+                                        bool per_op_args) {
+  std::vector<const OpSchema*> out;
   std::vector<std::string> names;
-  for (const oph_op_def* op : all) {
+  for (const OpSchema& op : all) {
     if (std::find(names.begin(), names.end(), op_name(op)) == names.end()) names.push_back(op_name(op));
-    if (only.empty() || op_name(op) == only) out.push_back(op);
+    if (only.empty() || op_name(op) == only) out.push_back(&op);
   }
   if (!only.empty() && out.empty()) {
     throw UsageError("--op " + only + ": the pack has no such op (its ops: " +
@@ -343,12 +341,16 @@ int cmd_pack_check(int argc, char** argv) {
   }
   if (plugin) {
     // Options for the ops first, so that a mistake in them stops the check before anything runs.
-    std::vector<const oph_op_def*> ops;
+    // Each op definition converted once into the host's schema, which every check below reads (the library's
+    // tables passed the loader's validate_op_def, which the conversion relies on).
+    std::vector<OpSchema> schemas;
+    for (const oph_op_def* op : plugin->ops()) schemas.push_back(OpSchema::from_def(*op));
+    std::vector<const OpSchema*> ops;
     std::vector<RunSpec> specs;
     try {
-      ops = select_ops(plugin->ops(), only_op, !attr_pairs.empty() || !input_pairs.empty());
-      for (const oph_op_def* op : ops) {
-        specs.push_back(make_run_spec(op, attr_pairs, input_pairs));
+      ops = select_ops(schemas, only_op, !attr_pairs.empty() || !input_pairs.empty());
+      for (const OpSchema* op : ops) {
+        specs.push_back(make_run_spec(*op, attr_pairs, input_pairs));
         specs.back().seed = seed;
         specs.back().timeout_s = timeout_s;
       }
@@ -357,30 +359,30 @@ int cmd_pack_check(int argc, char** argv) {
       return kExitUsage;
     }
     // The pack's samples (--attr / --input on the command line replace those of the op they are for).
-    std::map<const oph_op_def*, std::vector<RunSpec>> samples;
+    std::map<const OpSchema*, std::vector<RunSpec>> samples;
     fs::path samples_file = samples_arg.empty() ? dir / kSamplesFileName : fs::path(samples_arg);
     if (!no_samples && !no_run && fs::exists(samples_file)) {
-      samples = read_samples_file(samples_file.string(), plugin->ops(), report);
+      samples = read_samples_file(samples_file.string(), schemas, report);
       const std::string pack_name = manifest ? manifest->name : dir.filename().string();
       for (auto& [op, specs_of_op] : samples)
         for (RunSpec& spec : specs_of_op) spec.reference = "pack " + pack_name + ", " + spec.reference;
     }
     const bool command_line_spec = !attr_pairs.empty() || !input_pairs.empty();
     for (size_t k = 0; k < ops.size(); ++k) {
-      const oph_op_def* op = ops[k];
-      std::string label = describe_op(*op);
+      const OpSchema& op = *ops[k];
+      std::string label = op.describe();
       // The loader already ran validate_op_def; run it again in case it is ever relaxed at load time.
-      if (std::string e = validate_op_def(op); !e.empty()) {
+      if (std::string e = validate_op_def(op.calls.def); !e.empty()) {
         report.finding({label, e, "fix the op definition"});
         continue;
       }
       check_definition_extras(op, label, report);
       if (no_run) continue;
-      if (std::string(op->device) != "cpu") {
+      if (op.device != "cpu") {
         report.note(label + ": run check skipped (only CPU kernels can be run here)");
         continue;
       }
-      auto given = samples.find(op);
+      auto given = samples.find(&op);
       if (command_line_spec || given == samples.end()) {
         run_check_isolated(op, label, specs[k], report);
         continue;

@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 namespace ophost::cli::pack {
 
@@ -82,7 +83,7 @@ std::string dtype_str(oph_dtype d) {
   return base + std::to_string(d.bits) + (d.lanes != 1 ? "x" + std::to_string(d.lanes) : "");
 }
 
-std::string op_name(const oph_op_def* op) { return std::string(op->domain) + "::" + op->name; }
+std::string op_name(const OpSchema& op) { return op.domain + "::" + op.name; }
 
 bool same_dtype(oph_dtype a, oph_dtype b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
 
@@ -97,19 +98,6 @@ bool fillable(oph_dtype d) {
   }
 }
 
-bool known_dtype(oph_dtype d) {
-  if (d.lanes == 0) return false;
-  switch (d.code) {
-    case OPH_DTYPE_INT: case OPH_DTYPE_UINT: return d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
-    case OPH_DTYPE_FLOAT: return d.bits == 16 || d.bits == 32 || d.bits == 64;
-    case OPH_DTYPE_BFLOAT: return d.bits == 16;
-    case OPH_DTYPE_BOOL: return d.bits == 8;
-    case OPH_DTYPE_COMPLEX: return d.bits == 64 || d.bits == 128;
-    case OPH_DTYPE_OPAQUE: return true;
-    default: return false;
-  }
-}
-
 size_t elem_bytes(oph_dtype d) { return (size_t{d.bits} * d.lanes + 7) / 8; }
 
 size_t numel(const std::vector<int64_t>& s) {
@@ -118,36 +106,11 @@ size_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-const oph_type_constraint* tc_for(const oph_op_def* op, const char* var) {
-  for (size_t i = 0; i < op->num_type_constraints; ++i) {
-    const oph_type_constraint* tc = op->type_constraints[i];
-    if (tc->type_var && var && std::strcmp(tc->type_var, var) == 0) return tc;
-  }
-  return nullptr;
-}
-
-namespace {
-
-std::vector<const oph_io_def*> expand(const oph_io_def* const* base, size_t n) {
-  std::vector<const oph_io_def*> out;
-  for (size_t i = 0; i < n; ++i) {
-    const oph_io_def* io = base[i];
-    size_t k = io->arity == OPH_ARITY_VARIADIC ? static_cast<size_t>(std::max(1, io->min_arity)) : 1;
-    out.insert(out.end(), k, io);
-  }
-  return out;
-}
-
-}  // namespace
-
-const char* io_kind(const oph_op_def* op, const oph_io_def* formal) {
-  for (size_t o = 0; o < op->num_outputs; ++o)
-    if (op->outputs[o] == formal) return "output";
+const char* io_kind(const OpSchema& op, const IoSchema* formal) {
+  for (const IoSchema& out : op.outputs)
+    if (&out == formal) return "output";
   return "input";
 }
-
-std::vector<const oph_io_def*> actual_inputs(const oph_op_def* op) { return expand(op->inputs, op->num_inputs); }
-std::vector<const oph_io_def*> actual_outputs(const oph_op_def* op) { return expand(op->outputs, op->num_outputs); }
 
 // ---- --attr and --input ------------------------------------------------------------------------------------
 
@@ -215,13 +178,13 @@ const char* attr_type_name(int32_t type) {
 
 namespace {
 
-AttrArg parse_attr(const oph_op_def* op, const oph_attr_def* def, const std::string& value) {
-  const std::string where = "--attr " + std::string(def->name) + "=" + value + ": attribute '" + def->name +
-                            "' of " + op_name(op) + " is " + attr_type_name(def->type);
+AttrArg parse_attr(const OpSchema& op, const AttrSchema& def, const std::string& value) {
+  const std::string where = "--attr " + def.name + "=" + value + ": attribute '" + def.name + "' of " +
+                            op_name(op) + " is " + attr_type_name(def.type);
   AttrArg a;
-  a.type = def->type;
+  a.type = def.type;
   auto bad = [&](const std::string& item) { return UsageError(where + "; '" + item + "' is not one"); };
-  switch (def->type) {
+  switch (def.type) {
     case OPH_ATTR_INT:
       if (!parse_number(value, a.i)) throw bad(value);
       break;
@@ -251,15 +214,15 @@ AttrArg parse_attr(const oph_op_def* op, const oph_attr_def* def, const std::str
   return a;
 }
 
-std::string attr_names(const oph_op_def* op) {
+std::string attr_names(const OpSchema& op) {
   std::vector<std::string> names;
-  for (size_t i = 0; i < op->num_attributes; ++i) names.push_back(op->attributes[i]->name);
+  for (const AttrSchema& a : op.attrs) names.push_back(a.name);
   return names.empty() ? "it has none" : "its attributes: " + join(names, ", ");
 }
 
 }  // namespace
 
-size_t input_index(const oph_op_def* op, const std::vector<const oph_io_def*>& formals, const std::string& name,
+size_t input_index(const OpSchema& op, const std::vector<const IoSchema*>& formals, const std::string& name,
                    const std::string& where, const std::string& kind) {
   for (size_t i = 0; i < formals.size(); ++i)
     if (name == formals[i]->name) return i;
@@ -271,15 +234,14 @@ size_t input_index(const oph_op_def* op, const std::vector<const oph_io_def*>& f
                    (names.empty() ? std::string("none") : join(names, ", ")) + "; give the name or the index)");
 }
 
-void check_sample_dtype(const oph_op_def* op, const oph_io_def* formal, oph_dtype dtype, const std::string& what,
+void check_sample_dtype(const OpSchema& op, const IoSchema* formal, oph_dtype dtype, const std::string& what,
                         const std::string& where) {
-  const oph_type_constraint* tc = tc_for(op, formal->type_var);
-  if (!tc) return;
+  if (formal->allowed.empty()) return;
   std::vector<std::string> allowed;
   bool ok = false;
-  for (size_t k = 0; k < tc->num_allowed; ++k) {
-    ok = ok || same_dtype(tc->allowed[k], dtype);
-    allowed.push_back(dtype_str(tc->allowed[k]));
+  for (oph_dtype d : formal->allowed) {
+    ok = ok || same_dtype(d, dtype);
+    allowed.push_back(dtype_str(d));
   }
   if (!ok) {
     throw UsageError(where + ": " + what + " " + dtype_str(dtype) + " but " + io_kind(op, formal) + " '" +
@@ -288,7 +250,7 @@ void check_sample_dtype(const oph_op_def* op, const oph_io_def* formal, oph_dtyp
   }
 }
 
-SampleInput read_sample(const oph_op_def* op, const oph_io_def* formal, const std::string& file,
+SampleInput read_sample(const OpSchema& op, const IoSchema* formal, const std::string& file,
                         const std::string& where) {
   Tensor t;
   try {
@@ -306,19 +268,18 @@ SampleInput read_sample(const oph_op_def* op, const oph_io_def* formal, const st
   return s;
 }
 
-RunSpec make_run_spec(const oph_op_def* op, const std::vector<std::pair<std::string, std::string>>& attrs,
+RunSpec make_run_spec(const OpSchema& op, const std::vector<std::pair<std::string, std::string>>& attrs,
                       const std::vector<std::pair<std::string, std::string>>& inputs) {
   RunSpec spec;
   for (const auto& [name, value] : attrs) {
-    size_t k = 0;
-    while (k < op->num_attributes && name != op->attributes[k]->name) ++k;
-    if (k == op->num_attributes) {
+    const std::optional<size_t> k = op.attr_index(name);
+    if (!k) {
       throw UsageError("--attr " + name + "=" + value + ": " + op_name(op) + " has no attribute '" + name + "' (" +
                        attr_names(op) + ")");
     }
-    spec.attrs[k] = parse_attr(op, op->attributes[k], value);
+    spec.attrs[*k] = parse_attr(op, op.attrs[*k], value);
   }
-  std::vector<const oph_io_def*> formals = actual_inputs(op);
+  std::vector<const IoSchema*> formals = op.actual_inputs();
   for (const auto& [name, file] : inputs) {
     const std::string where = "--input " + name + "=" + file;
     size_t i = input_index(op, formals, name, where);

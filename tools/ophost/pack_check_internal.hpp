@@ -1,7 +1,9 @@
 // Pieces shared by the files of `ophost pack check`: the report, the run-check options of one op (--attr,
-// --input), and small helpers over the op definition's C arrays. Private to the ophost command.
+// --input), and small helpers over the op's schema (ophost/op_schema.hpp: each op definition is converted once,
+// in pack_check.cpp). Private to the ophost command.
 #pragma once
 
+#include <ophost/op_schema.hpp>
 #include <ophost/ophost_plugin.h>
 
 #include <cstdint>
@@ -86,7 +88,7 @@ struct SampleInput {
 
 // What the run check of one op runs with.
 struct RunSpec {
-  std::map<size_t, AttrArg> attrs;        // by index in op->attributes; overrides the default
+  std::map<size_t, AttrArg> attrs;        // by index in the schema's attrs; overrides the default
   std::map<size_t, SampleInput> inputs;   // by actual input index (variadic formals expanded to min_arity)
   std::string source;                      // "sample 2 of ophost-samples.json"; empty: the command line
   // From the samples file only: the sample's expected outputs (its "outputs", by actual output index), with
@@ -103,13 +105,12 @@ struct RunSpec {
 // ops (ophost_add_pack(... SAMPLES file) puts it there).
 inline constexpr const char* kSamplesFileName = "ophost-samples.json";
 
-// The run specs of a samples file, by op definition (a sample names "domain::name" and applies to every
-// definition of that name).
+// The run specs of a samples file, by op (a sample names "domain::name" and applies to every definition of that
+// name).
 // A problem in the file is a finding naming the file, the sample and the field; that sample (or, when the file
 // is unreadable, the whole file) is left out.
-std::map<const oph_op_def*, std::vector<RunSpec>> read_samples_file(const std::string& file,
-                                                              const std::vector<const oph_op_def*>& ops,
-                                                              Report& report);
+std::map<const OpSchema*, std::vector<RunSpec>> read_samples_file(const std::string& file,
+                                                                  const std::vector<OpSchema>& ops, Report& report);
 
 // NAME=VALUE pairs of a repeatable option; throws UsageError naming `option` for an argument without '='.
 std::vector<std::pair<std::string, std::string>> split_assignments(const std::vector<std::string>& args,
@@ -118,20 +119,20 @@ std::vector<std::pair<std::string, std::string>> split_assignments(const std::ve
 // The run spec of `op` from --attr and --input pairs: attribute values typed by the op's definition, input
 // files read and matched to the op's inputs by name or index. Throws UsageError naming the op and the
 // attribute or input on any problem.
-RunSpec make_run_spec(const oph_op_def* op, const std::vector<std::pair<std::string, std::string>>& attrs,
+RunSpec make_run_spec(const OpSchema& op, const std::vector<std::pair<std::string, std::string>>& attrs,
                       const std::vector<std::pair<std::string, std::string>>& inputs);
 
 // "an int (e.g. 3)", "a list of floats (e.g. 0.5,1,2)", ... for OPH_ATTR_*.
 const char* attr_type_name(int32_t type);
 // Index of the actual input named `name` (its declared name, or its index as text); throws UsageError starting
 // with `where` that lists the op's inputs (`kind` "output": the same over the op's outputs).
-size_t input_index(const oph_op_def* op, const std::vector<const oph_io_def*>& formals, const std::string& name,
+size_t input_index(const OpSchema& op, const std::vector<const IoSchema*>& formals, const std::string& name,
                    const std::string& where, const std::string& kind = "input");
 // Throws UsageError (`where`: `what` <dtype> but input ... allows ...) unless the input's type variable allows it.
-void check_sample_dtype(const oph_op_def* op, const oph_io_def* formal, oph_dtype dtype, const std::string& what,
+void check_sample_dtype(const OpSchema& op, const IoSchema* formal, oph_dtype dtype, const std::string& what,
                         const std::string& where);
 // A .npy file as the sample of input `formal`; throws UsageError starting with `where`.
-SampleInput read_sample(const oph_op_def* op, const oph_io_def* formal, const std::string& file,
+SampleInput read_sample(const OpSchema& op, const IoSchema* formal, const std::string& file,
                         const std::string& where);
 
 // ---- values: expected outputs and the NaN/Inf probe (pack_check_values.cpp) -----------------------------------
@@ -172,32 +173,25 @@ std::string describe_changes(const std::string& name, oph_dtype d, const std::ve
                              const uint8_t* before, const uint8_t* after, std::optional<size_t> focus);
 
 // The run check of one CPU op (random inputs of a few shapes, or the --input sample), in a forked child so
-// that a crash or a hang is a finding and the check goes on with the next op.
-void run_check_isolated(const oph_op_def* op, const std::string& label, const RunSpec& spec, Report& report);
+// that a crash or a hang is a finding and the check goes on with the next op (pack_check_child.cpp).
+void run_check_isolated(const OpSchema& op, const std::string& label, const RunSpec& spec, Report& report);
+// What the run check is about to do: the sample and the stage ("infer", "create_kernel", "compute", ...).
+using StageFn = std::function<void(const std::string& sample, const std::string& stage)>;
+// The run check itself, in this process (pack_check_run.cpp): every sample through the op runner, findings
+// into `report`, each stage announced to `stage` first.
+void run_check(const OpSchema& op, const std::string& label, const RunSpec& spec, Report& report, StageFn stage);
 
 // ---- helpers -----------------------------------------------------------------------------------------------
 
 std::string join(const std::vector<std::string>& v, const std::string& sep);
 std::string shape_str(const std::vector<int64_t>& s);
 std::string dtype_str(oph_dtype d);
-std::string op_name(const oph_op_def* op);  // "domain::name"
+std::string op_name(const OpSchema& op);  // "domain::name"
 bool same_dtype(oph_dtype a, oph_dtype b);
 bool fillable(oph_dtype d);     // the run check can fill it with random values
-bool known_dtype(oph_dtype d);  // some ONNX type maps to it
 size_t elem_bytes(oph_dtype d);
 size_t numel(const std::vector<int64_t>& s);
-const oph_type_constraint* tc_for(const oph_op_def* op, const char* var);
-// The formal of each actual input / output (a variadic formal counts min_arity times).
-std::vector<const oph_io_def*> actual_inputs(const oph_op_def* op);
-// The array of pointers a context hands to the op: one to each element of `items`.
-template <class T>
-std::vector<T*> pointers_to(std::vector<T>& items) {
-  std::vector<T*> out;
-  for (T& item : items) out.push_back(&item);
-  return out;
-}
-std::vector<const oph_io_def*> actual_outputs(const oph_op_def* op);
 // "output" when `formal` is one of the op's outputs, else "input".
-const char* io_kind(const oph_op_def* op, const oph_io_def* formal);
+const char* io_kind(const OpSchema& op, const IoSchema* formal);
 
 }  // namespace ophost::cli::pack

@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
 
 namespace ophost::cli::pack {
@@ -46,14 +47,13 @@ void only_keys(const json& j, std::initializer_list<const char*> allowed, const 
   }
 }
 
-AttrArg attr_from_json(const oph_op_def* op, const oph_attr_def* def, const json& v, const std::string& where) {
+AttrArg attr_from_json(const OpSchema& op, const AttrSchema& def, const json& v, const std::string& where) {
   AttrArg a;
-  a.type = def->type;
-  const std::string expected = "attribute '" + std::string(def->name) + "' of " + op_name(op) + " is " +
-                               attr_type_name(def->type);
+  a.type = def.type;
+  const std::string expected = "attribute '" + def.name + "' of " + op_name(op) + " is " + attr_type_name(def.type);
   auto bad = [&] { return UsageError(where + ": " + expected + ", not " + v.dump()); };
   auto is_int = [](const json& x) { return x.is_number_integer(); };
-  switch (def->type) {
+  switch (def.type) {
     case OPH_ATTR_INT:
       if (!is_int(v)) throw bad();
       a.i = v.get<int64_t>();
@@ -86,13 +86,12 @@ AttrArg attr_from_json(const oph_op_def* op, const oph_attr_def* def, const json
 }
 
 // The dtype named `name` among those the input's type variable allows (its first fillable one when empty).
-oph_dtype sample_dtype(const oph_op_def* op, const oph_io_def* formal, const std::string& name,
+oph_dtype sample_dtype(const OpSchema& op, const IoSchema* formal, const std::string& name,
                        const std::string& where) {
-  const oph_type_constraint* tc = tc_for(op, formal->type_var);
   std::vector<std::string> allowed;
-  for (size_t k = 0; tc && k < tc->num_allowed; ++k) {
-    if (name.empty() ? fillable(tc->allowed[k]) : dtype_str(tc->allowed[k]) == name) return tc->allowed[k];
-    allowed.push_back(dtype_str(tc->allowed[k]));
+  for (oph_dtype d : formal->allowed) {
+    if (name.empty() ? fillable(d) : dtype_str(d) == name) return d;
+    allowed.push_back(dtype_str(d));
   }
   throw UsageError(where + ": " + (name.empty() ? "give \"dtype\"" : "dtype '" + name + "' is not allowed") +
                    " (" + io_kind(op, formal) + " '" + formal->name + "' of " + op_name(op) + " allows " +
@@ -152,7 +151,7 @@ std::vector<uint8_t> encode_values(const json& values, oph_dtype dtype, const st
 }
 
 // An input, or (`expected`) an expected output, which needs its values.
-SampleInput tensor_from_json(const oph_op_def* op, const oph_io_def* formal, const json& j, const fs::path& base,
+SampleInput tensor_from_json(const OpSchema& op, const IoSchema* formal, const json& j, const fs::path& base,
                              const std::string& where, bool expected) {
   if (!j.is_object()) throw UsageError(where + ": expected an object ({\"npy\": FILE} or {\"dtype\", \"shape\"[, \"values\"]})");
   if (j.contains("npy")) {
@@ -201,14 +200,14 @@ double tolerance_from_json(const json& v, const std::string& where) {
 
 // The sample's "outputs" (expected values, by output name or index). They need every input given with its
 // values: with random inputs nothing could be expected.
-void expected_from_json(const oph_op_def* op, const json& sample, const fs::path& base, const std::string& where,
+void expected_from_json(const OpSchema& op, const json& sample, const fs::path& base, const std::string& where,
                         RunSpec& spec) {
   const json& outputs = sample["outputs"];
   if (!outputs.is_object() || outputs.empty()) {
     throw UsageError(where + ".outputs: expected an object {\"NAME\": {\"dtype\", \"shape\", \"values\"} or "
                      "{\"npy\": FILE}, ...}");
   }
-  std::vector<const oph_io_def*> ins = actual_inputs(op), outs = actual_outputs(op);
+  std::vector<const IoSchema*> ins = op.actual_inputs(), outs = op.actual_outputs();
   for (size_t i = 0; i < ins.size(); ++i) {
     auto it = spec.inputs.find(i);
     if (it == spec.inputs.end() || it->second.random) {
@@ -225,7 +224,7 @@ void expected_from_json(const oph_op_def* op, const json& sample, const fs::path
   }
 }
 
-RunSpec spec_from_json(const oph_op_def* op, const json& sample, const fs::path& base, const std::string& where) {
+RunSpec spec_from_json(const OpSchema& op, const json& sample, const fs::path& base, const std::string& where) {
   RunSpec spec;
   for (const char* key : {"atol", "rtol"}) {
     if (!sample.contains(key)) continue;
@@ -238,21 +237,20 @@ RunSpec spec_from_json(const oph_op_def* op, const json& sample, const fs::path&
     const json& attrs = sample["attrs"];
     if (!attrs.is_object()) throw UsageError(where + ".attrs: expected an object {\"NAME\": VALUE, ...}");
     for (const auto& [name, value] : attrs.items()) {
-      size_t k = 0;
-      while (k < op->num_attributes && name != op->attributes[k]->name) ++k;
-      if (k == op->num_attributes) {
+      const std::optional<size_t> k = op.attr_index(name);
+      if (!k) {
         std::vector<std::string> names;
-        for (size_t i = 0; i < op->num_attributes; ++i) names.push_back(op->attributes[i]->name);
+        for (const AttrSchema& a : op.attrs) names.push_back(a.name);
         throw UsageError(where + ".attrs." + name + ": " + op_name(op) + " has no attribute '" + name + "' (" +
                          (names.empty() ? std::string("it has none") : "its attributes: " + join(names, ", ")) + ")");
       }
-      spec.attrs[k] = attr_from_json(op, op->attributes[k], value, where + ".attrs." + name);
+      spec.attrs[*k] = attr_from_json(op, op.attrs[*k], value, where + ".attrs." + name);
     }
   }
   if (sample.contains("inputs")) {
     const json& inputs = sample["inputs"];
     if (!inputs.is_object()) throw UsageError(where + ".inputs: expected an object {\"NAME\": {...}, ...}");
-    std::vector<const oph_io_def*> formals = actual_inputs(op);
+    std::vector<const IoSchema*> formals = op.actual_inputs();
     for (const auto& [name, value] : inputs.items()) {
       const std::string at = where + ".inputs." + name;
       size_t i = input_index(op, formals, name, at);
@@ -265,10 +263,9 @@ RunSpec spec_from_json(const oph_op_def* op, const json& sample, const fs::path&
 
 }  // namespace
 
-std::map<const oph_op_def*, std::vector<RunSpec>> read_samples_file(const std::string& file,
-                                                              const std::vector<const oph_op_def*>& ops,
-                                                              Report& report) {
-  std::map<const oph_op_def*, std::vector<RunSpec>> out;
+std::map<const OpSchema*, std::vector<RunSpec>> read_samples_file(const std::string& file,
+                                                                  const std::vector<OpSchema>& ops, Report& report) {
+  std::map<const OpSchema*, std::vector<RunSpec>> out;
   const std::string fix = "correct " + file + " (the format is in docs/writing-a-pack.md, \"Samples for pack check\")";
   json doc;
   {
@@ -295,7 +292,7 @@ std::map<const oph_op_def*, std::vector<RunSpec>> read_samples_file(const std::s
   }
   const fs::path base = fs::path(file).parent_path();
   std::set<std::string> names;
-  for (const oph_op_def* op : ops) names.insert(op_name(op));
+  for (const OpSchema& op : ops) names.insert(op_name(op));
   const json& samples = doc["samples"];
   size_t good = 0;
   std::map<std::string, size_t> per_op;  // sample number within its op
@@ -318,9 +315,9 @@ std::map<const oph_op_def*, std::vector<RunSpec>> read_samples_file(const std::s
                          join(std::vector<std::string>(names.begin(), names.end()), ", ") + ")");
       }
       // Every definition of that name (several opset ranges or devices) gets the sample, typed by its own schema.
-      std::vector<std::pair<const oph_op_def*, RunSpec>> specs;
-      for (const oph_op_def* op : ops)
-        if (op_name(op) == name) specs.emplace_back(op, spec_from_json(op, sample, base, where));
+      std::vector<std::pair<const OpSchema*, RunSpec>> specs;
+      for (const OpSchema& op : ops)
+        if (op_name(op) == name) specs.emplace_back(&op, spec_from_json(op, sample, base, where));
       size_t k = ++per_op[name];
       for (auto& [op, spec] : specs) {
         spec.source = "sample " + std::to_string(k) + label + " of " + fs::path(file).filename().string();

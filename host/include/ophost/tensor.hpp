@@ -42,6 +42,9 @@ OPHOST_API const char* dtype_name(DType dtype) noexcept;
 OPHOST_API oph_dtype to_dl(DType dtype) noexcept;
 // DType for a DLPack dtype; kUndefined when there is none.
 OPHOST_API DType from_dl(oph_dtype dtype) noexcept;
+// Whether some ONNX element type maps to a DLPack dtype: the DType ones, and also complex64/128 and strings
+// (opaque), which DType lacks. What `pack check` and the op runner accept from an op's infer.
+OPHOST_API bool is_onnx_dtype(oph_dtype dtype) noexcept;
 // "[1,3,640,640]" (unknown dims as "?").
 OPHOST_API std::string shape_to_string(std::span<const int64_t> shape);
 // Product of dims (1 for a scalar). Throws Error(kOutOfRange) on negative dims or overflow.
