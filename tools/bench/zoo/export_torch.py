@@ -56,6 +56,17 @@ def models():
         ("torch_mobilenet_v3_small", lambda: torchvision.models.mobilenet_v3_small(weights=None), cnn, ["output"]),
         ("torch_resnet18", lambda: torchvision.models.resnet18(weights=None), cnn, ["output"]),
         ("torch_squeezenet1_1", lambda: torchvision.models.squeezenet1_1(weights=None), cnn, ["output"]),
+        # SiLU (x * Sigmoid(x)) after every conv, squeeze-excitation blocks
+        ("torch_efficientnet_b0", lambda: torchvision.models.efficientnet_b0(weights=None), cnn, ["output"]),
+        # channel split (Slice) and shuffle (Reshape, Transpose)
+        ("torch_shufflenet_v2_x1_0", lambda: torchvision.models.shufflenet_v2_x1_0(weights=None), cnn, ["output"]),
+        ("torch_mobilenet_v2", lambda: torchvision.models.mobilenet_v2(weights=None), cnn, ["output"]),
+        # BatchNorm + Relu before each conv, Concat of growing channel counts
+        ("torch_densenet121", lambda: torchvision.models.densenet121(weights=None), cnn, ["output"]),
+        # LayerNorm (decomposed at opset 14: ReduceMean, Sub, Pow, Sqrt, Div), GELU (Erf), depthwise 7x7
+        ("torch_convnext_tiny", lambda: torchvision.models.convnext_tiny(weights=None), cnn, ["output"]),
+        # shifted-window attention: batched MatMul, Softmax, Slice/Concat rolls, LayerNorm, GELU
+        ("torch_swin_t", lambda: torchvision.models.swin_t(weights=None), cnn, ["output"]),
         ("torch_transformer_encoder", Encoder, (1, 16, 64), ["output"]),
         ("torch_lstm_gru", Recurrent, (1, 16, 32), ["output", "hidden"]),
     ]
