@@ -143,7 +143,7 @@ int64_t TargetImpl() { return HWY_TARGET; }
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <oneapi/dnnl/dnnl.h>
+#include "hwy_targets.hpp"
 
 namespace onnx_core::rnn_simd {
 
@@ -154,44 +154,28 @@ HWY_EXPORT(GruResetImpl);
 HWY_EXPORT(RnnStepImpl);
 HWY_EXPORT(TargetImpl);
 
-namespace {
-// Highway's targets above oneDNN's effective ISA are disabled once, before the first dispatch: ISA bits of
-// dnnl_cpu_isa_t: 0x4 AVX2, 0x20 AVX-512 (avx512_core and up).
-void cap_targets() {
-  static const bool done = [] {
-    const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-    int64_t off = 0;
-    if (!(isa & 0x20u)) off |= HWY_AVX3 | HWY_AVX3_DL;
-    if (!(isa & 0x4u)) off |= HWY_AVX2;
-    if (off) hwy::DisableTargets(off);
-    return true;
-  }();
-  (void)done;
-}
-}  // namespace
-
 void matvec_acc(const float* W, const float* x, float* y, size_t rows, size_t K) {
-  cap_targets();
+  cap_hwy_targets();
   HWY_DYNAMIC_DISPATCH(MatVecAccImpl)(W, x, y, rows, K);
 }
 void lstm_step(const LstmStep& s) {
-  cap_targets();
+  cap_hwy_targets();
   HWY_DYNAMIC_DISPATCH(LstmStepImpl)(s);
 }
 void gru_step(const float* gx, const float* gh, float* h, size_t H, float clip, bool linear_before_reset) {
-  cap_targets();
+  cap_hwy_targets();
   HWY_DYNAMIC_DISPATCH(GruStepImpl)(gx, gh, h, H, clip, linear_before_reset);
 }
 void gru_reset_hidden(const float* gx_r, const float* gh_r, const float* h, float* rh, size_t H, float clip) {
-  cap_targets();
+  cap_hwy_targets();
   HWY_DYNAMIC_DISPATCH(GruResetImpl)(gx_r, gh_r, h, rh, H, clip);
 }
 void rnn_step(const float* gx, const float* gh, float* h, size_t H, float clip) {
-  cap_targets();
+  cap_hwy_targets();
   HWY_DYNAMIC_DISPATCH(RnnStepImpl)(gx, gh, h, H, clip);
 }
 const char* target_name() {
-  cap_targets();
+  cap_hwy_targets();
   return hwy::TargetName(HWY_DYNAMIC_DISPATCH(TargetImpl)());
 }
 
