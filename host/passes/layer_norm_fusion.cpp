@@ -27,18 +27,7 @@
 #include <algorithm>
 #include <set>
 
-namespace ophost {
-
-using passes::erase_nodes;
-using passes::find_attr;
-using passes::find_initializer;
-using passes::fused_domain_clash;
-using passes::opset_of;
-using passes::other_input;
-using passes::scalar_const;
-using passes::standard_binary;
-using passes::Uses;
-
+namespace ophost::passes {
 namespace {
 
 // The axes a ReduceMean with keepdims 1 reduces over, normalized to 0..rank-1 and sorted; nullopt when they are
@@ -184,19 +173,13 @@ class Matcher {
   // Mul(gamma) and Add(beta) after the Div, when their operands fit; false when a Mul/Add follows with an
   // operand that does not (the chain is left alone).
   bool affine(Chain& c, const std::vector<int64_t>& dims, size_t norm_dims) const {
-    if (const Node* mul = next(c.y, "Mul")) {
-      const std::string gamma = other_input(*mul, c.y);
-      if (gamma.empty() || !fits_normalized_dims(find_initializer(m_, gamma), dims, norm_dims)) return false;
-      c.scale = gamma;
-      c.y = mul->outputs[0];
-      c.nodes.push_back(index(*mul));
-    }
-    if (const Node* add = next(c.y, "Add")) {
-      const std::string beta = other_input(*add, c.y);
-      if (beta.empty() || !fits_normalized_dims(find_initializer(m_, beta), dims, norm_dims)) return false;
-      c.bias = beta;
-      c.y = add->outputs[0];
-      c.nodes.push_back(index(*add));
+    for (auto [op, param] : {std::pair{"Mul", &c.scale}, std::pair{"Add", &c.bias}}) {
+      const Node* n = next(c.y, op);
+      if (!n) continue;
+      *param = other_input(*n, c.y);
+      if (param->empty() || !fits_normalized_dims(find_initializer(m_, *param), dims, norm_dims)) return false;
+      c.y = n->outputs[0];
+      c.nodes.push_back(index(*n));
     }
     return true;
   }
@@ -207,10 +190,14 @@ class Matcher {
 };
 
 }  // namespace
+}  // namespace ophost::passes
+
+namespace ophost {
 
 PassResult fuse_layer_norm(Model& m, const PassHooks& hooks) {
+  using passes::Matcher;
   PassResult r{"layer-norm-fusion"};
-  if (int64_t v = fused_domain_clash(m)) {
+  if (int64_t v = passes::fused_domain_clash(m)) {
     r.message = "0 LayerNormalization chains fused (the model imports domain com.ophost at version " +
                 std::to_string(v) + ")";
     return r;
@@ -223,11 +210,11 @@ PassResult fuse_layer_norm(Model& m, const PassHooks& hooks) {
   const std::map<std::string, InferredValue> shapes = hooks.infer_shapes(m);
   std::set<size_t> removed;
   size_t not_served = 0, not_matched = 0;
-  Uses uses(m);
+  passes::Uses uses(m);
   for (size_t di = 0; di < m.nodes.size(); ++di) {
     if (removed.count(di)) continue;
     std::string why;
-    std::optional<Chain> c = Matcher(m, uses, shapes).match(di, why);
+    std::optional<passes::Chain> c = Matcher(m, uses, shapes).match(di, why);
     if (!c && !why.empty()) {
       spdlog::debug("layer-norm-fusion: chain ending in node '{}' not fused: {}", m.nodes[di].name, why);
       ++not_matched;
@@ -248,7 +235,7 @@ PassResult fuse_layer_norm(Model& m, const PassHooks& hooks) {
       m.initializers.back().second.data_as<float>()[0] = 1.0f;
     }
     Node fused;
-    fused.name = fused_name(m.nodes[c->nodes[0]].name);
+    fused.name = passes::fused_name(m.nodes[c->nodes[0]].name);
     fused.domain = kFusedDomain;
     fused.op_type = kLayerNormalization;
     fused.inputs = {c->x, scale};
@@ -268,9 +255,9 @@ PassResult fuse_layer_norm(Model& m, const PassHooks& hooks) {
     removed.insert(c->nodes.begin(), c->nodes.end() - 1);
     m.opset_imports[kFusedDomain] = 1;
     ++r.changed;
-    uses = Uses(m);
+    uses = passes::Uses(m);
   }
-  erase_nodes(m, removed);
+  passes::erase_nodes(m, removed);
   r.message = std::to_string(r.changed) + " LayerNormalization chains fused";
   if (not_served)
     r.message += "; " + std::to_string(not_served) + " left: no pack serves com.ophost::LayerNormalization for them";
