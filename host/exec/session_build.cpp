@@ -280,6 +280,16 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
     const OpEntry* blocked = registry.resolve(kFusedDomain, blocked_op, 1, e->schema->device);
     return reorder && blocked && blocked->source.plugin_name == reorder->source.plugin_name && replaceable(e, blocked);
   };
+  h.can_fuse_op = [=, &registry](const Model& model, const char* fused_op, const std::vector<const Node*>& nodes) {
+    const OpEntry* first = nodes.empty() ? nullptr : resolve_node(model, *nodes[0]);
+    if (!first) return false;
+    const OpEntry* fused = registry.resolve(kFusedDomain, fused_op, 1, first->schema->device);
+    if (!fused || !fused->schema->allow_fusion) return false;
+    return std::all_of(nodes.begin(), nodes.end(), [&](const Node* n) {
+      const OpEntry* e = resolve_node(model, *n);
+      return e && e->schema->device == first->schema->device && replaceable(e, fused);
+    });
+  };
   return h;
 }
 

@@ -10,10 +10,12 @@
 //                          PassHooks::can_fuse_conv says a pack serves it
 //  conv-activation-fusion  Conv (or such a FusedConv) -> activation becomes com.ophost::FusedConv(activation,
 //                          activation_params) where PassHooks::can_fuse_conv says a pack serves it
-//                          (OPH_OP_FLAG_ALLOW_FUSION); scalar Mul/Div/Add/Sub after it fold into
+//                          (OPH_OP_FLAG_ALLOW_FUSION); also HardSwish written out (x * Clip(x + 3, 0, 6) / 6)
+//                          and SiLU written out (x * Sigmoid(x): activation Swish); scalar Mul/Div/Add/Sub after it fold into
 //                          output_scale/output_shift, then scalar Max/Min into output_min/output_max.
 // New weights are new initializers (fresh names); the old ones are dropped by dead-node-elimination when
 // nothing else reads them.
+#include "passes/conv_fusion.hpp"
 #include "passes/graph_util.hpp"
 #include "passes/passes.hpp"
 
@@ -26,11 +28,18 @@
 
 namespace ophost {
 
+using passes::become_fused_conv;
 using passes::erase_nodes;
 using passes::find_attr;
 using passes::find_initializer;
+using passes::fuse_decomposed_hardswish;
+using passes::fuse_decomposed_swish;
 using passes::fused_domain_clash;
+using passes::is_bare_fused_conv;
 using passes::opset_of;
+using passes::other_input;
+using passes::scalar_const;
+using passes::standard_binary;
 using passes::Uses;
 
 namespace {
@@ -197,127 +206,6 @@ PassResult fold_conv_affine(Model& m) {
 
 namespace {
 
-// The single float32 value of a constant scalar (any shape with one element), or nullopt.
-std::optional<float> scalar_const(const Model& m, const std::string& name) {
-  const Tensor* t = find_initializer(m, name);
-  if (!is_f32_const(t) || t->numel() != 1) return std::nullopt;
-  return t->data_as<float>()[0];
-}
-
-// The input of a two-input node that is not `x` (empty when both are x or the node is malformed).
-std::string other_input(const Node& n, const std::string& x) {
-  if (n.inputs.size() != 2) return {};
-  if (n.inputs[0] == x && n.inputs[1] != x) return n.inputs[1];
-  if (n.inputs[1] == x && n.inputs[0] != x) return n.inputs[0];
-  return {};
-}
-
-// Clip bounds of a standard Clip node when both are constant (attributes before opset 11, inputs from 11).
-std::optional<std::pair<float, float>> clip_bounds(const Model& m, const Node& clip) {
-  if (clip.op_type != "Clip" || !clip.domain.empty() || clip.inputs.empty() || clip.outputs.size() != 1)
-    return std::nullopt;
-  float lo = -FLT_MAX, hi = FLT_MAX;
-  if (opset_of(m, "") < 11) {
-    for (const Attribute& a : clip.attributes) {
-      if (a.name == "min") lo = a.f;
-      else if (a.name == "max") hi = a.f;
-    }
-    return std::make_pair(lo, hi);
-  }
-  if (clip.inputs.size() > 3) return std::nullopt;
-  for (size_t k = 1; k < clip.inputs.size(); ++k) {
-    if (clip.inputs[k].empty()) continue;
-    auto v = scalar_const(m, clip.inputs[k]);
-    if (!v) return std::nullopt;
-    (k == 1 ? lo : hi) = *v;
-  }
-  return std::make_pair(lo, hi);
-}
-
-bool standard_binary(const Node& n, const char* op) {
-  return n.op_type == op && n.domain.empty() && n.inputs.size() == 2 && n.outputs.size() == 1 && !n.outputs[0].empty();
-}
-
-// A FusedConv that conv-add-fusion wrote (input Z, no activation, no output affine yet).
-bool is_bare_fused_conv(const Node& n) {
-  if (n.domain != kFusedDomain || n.op_type != kFusedConv) return false;
-  for (const Attribute& a : n.attributes)
-    if (a.name == "activation" || a.name == "activation_params" || a.name == "output_scale" || a.name == "output_shift")
-      return false;
-  return true;
-}
-
-// Exporters that predate ONNX's HardSwish (opset 14) write it out: x * Clip(x + 3, 0, 6) / 6 (PaddlePaddle,
-// TF), or with Mul by 1/6. Where x is a Conv's output read by nothing else, the five nodes become one
-// FusedConv(activation HardSwish). Returns the number of chains fused.
-size_t fuse_decomposed_hardswish(Model& m, const PassHooks& hooks, std::set<size_t>& removed) {
-  size_t fused = 0;
-  Uses uses(m);
-  auto single_reader = [&](const std::string& v) { return uses.readers(v) == 1 && !uses.is_output(v); };
-  auto node_of = [&](const std::string& v) -> Node* {
-    auto it = uses.producer.find(v);
-    return it == uses.producer.end() ? nullptr : &m.nodes[static_cast<size_t>(it->second)];
-  };
-  for (size_t di = 0; di < m.nodes.size(); ++di) {
-    if (removed.count(di)) continue;
-    const Node& last = m.nodes[di];
-    // ... / 6  or  ... * (1/6)
-    const bool is_div = standard_binary(last, "Div"), is_mul = standard_binary(last, "Mul");
-    if (!is_div && !is_mul) continue;
-    std::string prod_v;
-    for (int k = 0; k < 2 && prod_v.empty(); ++k) {
-      auto c = scalar_const(m, last.inputs[1 - k]);
-      if (!c) continue;
-      if ((is_div && k == 0 && std::fabs(*c - 6.0f) < 1e-6f) || (is_mul && std::fabs(*c - 1.0f / 6.0f) < 1e-7f))
-        prod_v = last.inputs[k];
-    }
-    if (prod_v.empty() || !single_reader(prod_v)) continue;
-    Node* mul = node_of(prod_v);
-    if (!mul || !standard_binary(*mul, "Mul")) continue;
-    // Mul(x, Clip(Add(x, 3), 0, 6)) in either order.
-    for (int k = 0; k < 2; ++k) {
-      const std::string& clip_v = mul->inputs[static_cast<size_t>(k)];
-      const std::string& x = mul->inputs[static_cast<size_t>(1 - k)];
-      Node* clip = node_of(clip_v);
-      if (!clip || !single_reader(clip_v)) continue;
-      auto b = clip_bounds(m, *clip);
-      if (!b || b->first != 0.0f || b->second != 6.0f) continue;
-      const std::string& add_v = clip->inputs[0];
-      Node* add = node_of(add_v);
-      if (!add || !single_reader(add_v) || !standard_binary(*add, "Add")) continue;
-      if (other_input(*add, x).empty()) continue;
-      auto three = scalar_const(m, other_input(*add, x));
-      if (!three || *three != 3.0f) continue;
-      // x: a Conv's output, read by exactly the Add and the Mul.
-      Node* conv = node_of(x);
-      if (!conv || conv->op_type != "Conv" || !conv->domain.empty() || conv->outputs.size() != 1 ||
-          uses.readers(x) != 2 || uses.is_output(x))
-        continue;
-      bool ok = hooks.can_fuse_conv != nullptr;
-      for (const Node* n : std::initializer_list<const Node*>{add, clip, mul, &last})
-        ok = ok && hooks.can_fuse_conv(m, *conv, *n);
-      if (!ok) continue;
-      conv->domain = kFusedDomain;
-      conv->op_type = kFusedConv;
-      Attribute a;
-      a.name = "activation";
-      a.type = OPH_ATTR_STRING;
-      a.s = "HardSwish";
-      conv->attributes.push_back(a);
-      conv->outputs[0] = last.outputs[0];
-      removed.insert(static_cast<size_t>(uses.producer.at(add_v)));
-      removed.insert(static_cast<size_t>(uses.producer.at(clip_v)));
-      removed.insert(static_cast<size_t>(uses.producer.at(prod_v)));
-      removed.insert(di);
-      m.opset_imports[kFusedDomain] = 1;
-      ++fused;
-      uses = Uses(m);
-      break;
-    }
-  }
-  return fused;
-}
-
 // The chain of nodes after each FusedConv that fold into a pair of its float attributes: while the FusedConv's
 // output has one reader (not a graph output), `step(next, c, pair)` is asked about that reader `next`, a
 // standard two-input node whose other input is the scalar float32 constant `c` (rank <= 4); it updates the pair
@@ -422,6 +310,11 @@ PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
     r.changed += n;
   }
   erase_nodes(m, removed);
+  if (size_t n = fuse_decomposed_swish(m, hooks, removed)) {
+    by_kind["SiLU written out as Mul(x, Sigmoid(x))"] = n;
+    r.changed += n;
+  }
+  erase_nodes(m, removed);
   Uses uses(m);
   for (size_t ai = 0; ai < m.nodes.size(); ++ai) {
     if (removed.count(ai)) continue;
@@ -472,25 +365,10 @@ PassResult fuse_conv_activation(Model& m, const PassHooks& hooks) {
     const bool plain_conv = conv.op_type == "Conv" && conv.domain.empty();
     if ((!plain_conv && !is_bare_fused_conv(conv)) || conv.outputs.size() != 1) continue;
     if (!hooks.can_fuse_conv || !hooks.can_fuse_conv(m, conv, act)) continue;
-    conv.domain = kFusedDomain;
-    conv.op_type = kFusedConv;
-    Attribute a;
-    a.name = "activation";
-    a.type = OPH_ATTR_STRING;
-    a.s = kind;
-    conv.attributes.push_back(a);
-    if (!params.empty()) {
-      Attribute p;
-      p.name = "activation_params";
-      p.type = OPH_ATTR_FLOATS;
-      p.floats = params;
-      conv.attributes.push_back(p);
-    }
-    conv.outputs[0] = act.outputs[0];
+    become_fused_conv(m, conv, kind, params, act.outputs[0]);
     removed.insert(ai);
     ++by_kind[kind];
     ++r.changed;
-    m.opset_imports[kFusedDomain] = 1;
     uses = Uses(m);
   }
   erase_nodes(m, removed);

@@ -5,6 +5,7 @@
 #include "model/model.hpp"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,6 +48,26 @@ inline const Tensor* find_initializer(const Model& m, const std::string& name) {
   for (const auto& [n, t] : m.initializers)
     if (n == name) return &t;
   return nullptr;
+}
+
+// The single value of a float32 constant with one element (any shape), or nullopt.
+inline std::optional<float> scalar_const(const Model& m, const std::string& name) {
+  const Tensor* t = find_initializer(m, name);
+  if (!t || t->dtype() != DType::kFloat32 || t->numel() != 1) return std::nullopt;
+  return t->data_as<float>()[0];
+}
+
+// A standard-domain `op` with two inputs and one (named) output.
+inline bool standard_binary(const Node& n, const char* op) {
+  return n.op_type == op && n.domain.empty() && n.inputs.size() == 2 && n.outputs.size() == 1 && !n.outputs[0].empty();
+}
+
+// The input of a two-input node that is not `x` (empty when both are x or the node is malformed).
+inline std::string other_input(const Node& n, const std::string& x) {
+  if (n.inputs.size() != 2) return {};
+  if (n.inputs[0] == x && n.inputs[1] != x) return n.inputs[1];
+  if (n.inputs[1] == x && n.inputs[0] != x) return n.inputs[0];
+  return {};
 }
 
 inline int64_t opset_of(const Model& m, const std::string& domain) {

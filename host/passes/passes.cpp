@@ -24,7 +24,9 @@ const std::vector<PassInfo>& all_passes() {
       {"conv-affine-folding", 3, "Conv followed by per-channel constant Mul/Add folded into the Conv's weights and bias"},
       {"pad-conv-folding", 3, "zero Pad on spatial axes read only by a Conv folded into the Conv's pads"},
       {"conv-add-fusion", 2, "Conv followed by Add of a same-shape tensor rewritten to com.ophost::FusedConv with input Z"},
-      {"conv-activation-fusion", 2, "Conv followed by an activation rewritten to com.ophost::FusedConv (oneDNN post-op)"},
+      {"conv-activation-fusion", 2, "Conv followed by an activation (also HardSwish and SiLU written out) rewritten to com.ophost::FusedConv (oneDNN post-op)"},
+      {"layer-norm-fusion", 2, "LayerNormalization written out as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul/Add] "
+                               "over trailing axes rewritten to com.ophost::LayerNormalization"},
       {"nchwc-layout", 3, "activations between convolutions stay channel-blocked (nChw8c/16c), reordered at the edges"},
   };
   return kPasses;
@@ -157,6 +159,7 @@ std::vector<PassResult> run_passes(Model& model, const PassOptions& options, con
   if (enabled("pad-conv-folding")) record(fold_pad_into_conv(model));
   if (enabled("conv-add-fusion")) record(fuse_conv_add(model, hooks));
   if (enabled("conv-activation-fusion")) record(fuse_conv_activation(model, hooks));
+  if (enabled("layer-norm-fusion")) record(fuse_layer_norm(model, hooks));
   if (enabled("nchwc-layout")) record(assign_nchwc_layout(model, hooks));
   // What the rewrites left unread (BatchNormalization parameters, inputs of folded nodes).
   if (enabled("dead-node-elimination")) {

@@ -14,7 +14,13 @@
 //                              before conv-activation-fusion, so that an activation after the Add fuses too
 //      conv-activation-fusion  Conv -> Relu/LeakyRelu/Clip/Sigmoid/Tanh/HardSigmoid/HardSwish/Elu rewritten to
 //                              com.ophost::FusedConv, only where a loaded pack serves that op with
-//                              OPH_OP_FLAG_ALLOW_FUSION on the device the Conv resolves to
+//                              OPH_OP_FLAG_ALLOW_FUSION on the device the Conv resolves to; also the
+//                              decomposed forms HardSwish (x * Clip(x + 3, 0, 6) / 6) and SiLU/Swish
+//                              (x * Sigmoid(x), oneDNN eltwise_swish)
+//      layer-norm-fusion       LayerNormalization written out (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt,
+//                              Div, then Mul gamma and Add beta; PyTorch exports at opset < 17) rewritten to
+//                              com.ophost::LayerNormalization (LayerNormalization-17's kernel), over trailing
+//                              axes only, where a pack serves it (layer_norm_fusion.cpp)
 //   3  conv-affine-folding     Conv -> Mul(per-channel constant) -> Add(per-channel constant) (how some
 //                              exporters write BatchNormalization) folded into Conv W/B
 //      pad-conv-folding        Pad (constant zeros, spatial axes, constant pads) read only by a Conv folded into
@@ -85,6 +91,10 @@ struct PassHooks {
   // BlockedMaxPool): the pack that serves com.ophost::LayoutReorder on the node's device serves blocked_op too,
   // and the node's own kernel comes from that pack or allows fusion.
   std::function<bool(const Model& model, const Node& node, const char* blocked_op)> can_block_op;
+  // Whether the standard-domain `nodes` (a pattern) may become one com.ophost::<fused_op>: a pack serves that op
+  // with OPH_OP_FLAG_ALLOW_FUSION on the device the first node resolves to, every node resolves to that device,
+  // and each node's kernel comes from that pack or allows fusion itself.
+  std::function<bool(const Model& model, const char* fused_op, const std::vector<const Node*>& nodes)> can_fuse_op;
 };
 
 struct PassOptions {
@@ -114,6 +124,7 @@ PassResult fuse_conv_activation(Model& model, const PassHooks& hooks);
 PassResult assign_nchwc_layout(Model& model, const PassHooks& hooks);
 PassResult fold_conv_affine(Model& model);
 PassResult fold_pad_into_conv(Model& model);
+PassResult fuse_layer_norm(Model& model, const PassHooks& hooks);
 
 // The FusedConv op the conv-activation fusion rewrites to.
 inline constexpr const char* kFusedDomain = "com.ophost";
@@ -121,5 +132,7 @@ inline constexpr const char* kFusedConv = "FusedConv";
 // The reorder at the edges of channel-blocked regions (nchwc-layout), attribute to = "blocked" | "plain".
 inline constexpr const char* kLayoutReorder = "LayoutReorder";
 inline constexpr const char* kBlockedMaxPool = "BlockedMaxPool";
+// What layer-norm-fusion rewrites to (LayerNormalization-17's inputs and attributes, output Y only).
+inline constexpr const char* kLayerNormalization = "LayerNormalization";
 
 }  // namespace ophost

@@ -7,6 +7,7 @@
 #include "exec/run_hooks.hpp"
 #include "exec/session_impl.hpp"
 #include "model/model.hpp"
+#include "passes/passes.hpp"
 #include "plugins/plugin_set.hpp"
 #include "registry/registry.hpp"
 
@@ -113,6 +114,12 @@ const std::vector<std::string>& Runtime::conflicts() const noexcept { return imp
 const std::vector<std::filesystem::path>& Runtime::plugin_roots() const noexcept { return impl_->plugins->roots(); }
 
 void set_intra_op_threads(int threads) { ThreadPool::set_global_threads(threads); }
+
+std::vector<GraphPassInfo> graph_passes() {
+  std::vector<GraphPassInfo> out;
+  for (const PassInfo& p : all_passes()) out.push_back({p.name, p.level, p.summary});
+  return out;
+}
 
 size_t default_mem_limit() noexcept {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);

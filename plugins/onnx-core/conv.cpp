@@ -105,6 +105,7 @@ dnnl::post_ops activation_post_ops(const ConvAttrs& a) {
   else if (k == "Sigmoid") need(0), po.append_eltwise(1.0f, alg::eltwise_logistic, 0.0f, 0.0f);
   else if (k == "Tanh") need(0), po.append_eltwise(1.0f, alg::eltwise_tanh, 0.0f, 0.0f);
   else if (k == "HardSwish") need(0), po.append_eltwise(1.0f, alg::eltwise_hardswish, 1.0f / 6.0f, 0.5f);
+  else if (k == "Swish") need(0), po.append_eltwise(1.0f, alg::eltwise_swish, 1.0f, 0.0f);  // x * sigmoid(x), SiLU
   else if (k == "Clip") need(2), po.append_eltwise(1.0f, alg::eltwise_clip, p[0], p[1]);
   else if (k == "HardSigmoid") {
     need(2);
@@ -112,7 +113,7 @@ dnnl::post_ops activation_post_ops(const ConvAttrs& a) {
     po.append_eltwise(1.0f, alg::eltwise_clip, 0.0f, 1.0f);
   } else {
     fail("FusedConv: unsupported activation '" + k +
-         "'; supported: Relu, LeakyRelu, Elu, Sigmoid, Tanh, HardSwish, Clip, HardSigmoid");
+         "'; supported: Relu, LeakyRelu, Elu, Sigmoid, Tanh, HardSwish, Swish, Clip, HardSigmoid");
   }
   if (a.output_scale != 1.0f || a.output_shift != 0.0f)
     po.append_eltwise(1.0f, alg::eltwise_linear, a.output_scale, a.output_shift);
@@ -537,8 +538,8 @@ void register_conv(oph::Pack& pack) {
     common(pack.op("com.ophost", "FusedConv")
                .versions(1, OPH_OPSET_MAX)
                .doc("Conv, plus Z added (conv-add-fusion), then an ONNX activation (Relu, LeakyRelu, Elu, Sigmoid, "
-                    "Tanh, HardSwish, Clip, HardSigmoid; none when empty), then y * output_scale + output_shift clamped to "
-                    "[output_min, output_max], as oneDNN post-ops; X, Y, Z "
+                    "Tanh, HardSwish, Swish (x * Sigmoid(x), SiLU), Clip, HardSigmoid; none when empty), then "
+                    "y * output_scale + output_shift clamped to [output_min, output_max], as oneDNN post-ops; X, Y, Z "
                     "channel-blocked where x_blocked/y_blocked/z_blocked (nchwc-layout). Written by the host's passes")
                .flags(OPH_OP_FLAG_ALLOW_FUSION))
         .optional_input("Z", "T")

@@ -1,9 +1,11 @@
 // onnx-core: normalization: BatchNormalization (inference; opsets 7, 9, 14, 15), InstanceNormalization,
-// LayerNormalization (17), LRN (1, 13), MeanVarianceNormalization (9, 13).
+// LayerNormalization (17, and com.ophost::LayerNormalization for the host's layer-norm-fusion), LRN (1, 13), MeanVarianceNormalization (9, 13).
 #include "common.hpp"
+#include "norm_simd.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace onnx_core {
 namespace {
@@ -136,6 +138,8 @@ struct InstanceNormKernel {
 };
 
 // ----- LayerNormalization (17) -----
+// float32 rows on Highway (norm_simd.cpp: vector lanes, the ISA oneDNN is capped at), float64 in scalar loops;
+// parallel over rows.
 
 int64_t layer_norm_axis(int64_t axis, size_t rank) { return normalize_axis(axis, static_cast<int64_t>(rank), true, "LayerNormalization"); }
 
@@ -163,6 +167,9 @@ struct LayerNormKernel {
     if (init.attr<int64_t>("stash_type") != 1)
       fail("LayerNormalization: only stash_type=1 (float32) is supported", OPH_CODE_UNIMPLEMENTED);
   }
+  oph::Implementation implementation() {
+    return {std::string("Highway ") + norm_simd::target_name() + " (float32; float64: scalar loops)", false};
+  }
   void compute(oph::KernelContext& ctx) {
     const std::string op = "LayerNormalization";
     oph::TensorRef x = input(ctx, 0, op);
@@ -188,8 +195,16 @@ struct LayerNormKernel {
       const bool s1 = st.size() == 1, b1 = bt.present() && bt.size() == 1;
       float* mp = mo.present() ? static_cast<float*>(mo.data()) : nullptr;
       float* ip = io.present() ? static_cast<float*>(io.data()) : nullptr;
+      const size_t grain = std::max<size_t>(1, kGrain / std::max<size_t>(inner, 1));
+      if constexpr (std::is_same_v<T, float>) {
+        ctx.parallel_for(outer, grain, [&](size_t lo, size_t hi) {
+          norm_simd::layer_norm_rows({xp + lo * inner, yp ? yp + lo * inner : nullptr, hi - lo, inner, sp, s1, bp, b1,
+                                      epsilon, mp ? mp + lo : nullptr, ip ? ip + lo : nullptr});
+        });
+        return;
+      }
       const double eps = epsilon;
-      ctx.parallel_for(outer, std::max<size_t>(1, kGrain / std::max<size_t>(inner, 1)), [&](size_t lo, size_t hi) {
+      ctx.parallel_for(outer, grain, [&](size_t lo, size_t hi) {
         for (size_t r = lo; r < hi; ++r) {
           const T* s = xp + r * inner;
           double sum = 0, sq = 0;
@@ -369,22 +384,29 @@ void register_norm(oph::Pack& pack) {
     add_types(b, "T", kFloat);
   }
 
-  auto& ln = pack.op(kDomain, "LayerNormalization")
-                 .versions(17, OPH_OPSET_MAX)
-                 .doc("layer normalization over the dims from axis on")
-                 .input("X", "T")
-                 .input("Scale", "T")
-                 .optional_input("B", "T")
-                 .output("Y", "T")
-                 .output("Mean", "U", OPH_ARITY_OPTIONAL)
-                 .output("InvStdDev", "U", OPH_ARITY_OPTIONAL)
-                 .attr("axis", int64_t{-1})
-                 .attr("epsilon", 1e-5f)
-                 .attr("stash_type", int64_t{1})
-                 .infer(&layer_norm_infer)
-                 .kernel<LayerNormKernel>();
-  add_types(ln, "T", kFloat);
-  add_types(ln, "U", {f32});
+  // LayerNormalization-17, and the same kernel as com.ophost::LayerNormalization, written by the host's
+  // layer-norm-fusion pass where an exporter wrote the op out (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div...).
+  for (bool fused : {false, true}) {
+    auto& ln = pack.op(fused ? "com.ophost" : kDomain, "LayerNormalization")
+                   .versions(fused ? 1 : 17, OPH_OPSET_MAX)
+                   .doc(fused ? "LayerNormalization-17 (output Y), written by the host's layer-norm-fusion pass for the "
+                                "chain ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div[, Mul Scale][, Add B]"
+                              : "layer normalization over the dims from axis on")
+                   .input("X", "T")
+                   .input("Scale", "T")
+                   .optional_input("B", "T")
+                   .output("Y", "T")
+                   .output("Mean", "U", OPH_ARITY_OPTIONAL)
+                   .output("InvStdDev", "U", OPH_ARITY_OPTIONAL)
+                   .attr("axis", int64_t{-1})
+                   .attr("epsilon", 1e-5f)
+                   .attr("stash_type", int64_t{1})
+                   .infer(&layer_norm_infer)
+                   .kernel<LayerNormKernel>();
+    if (fused) ln.flags(OPH_OP_FLAG_ALLOW_FUSION);
+    add_types(ln, "T", kFloat);
+    add_types(ln, "U", {f32});
+  }
   register_lrn_mvn(pack);
 }
 

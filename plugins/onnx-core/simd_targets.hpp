@@ -1,6 +1,6 @@
-// onnx-core: the Highway targets the pack's vectorised loops (rnn_simd.cpp, simd_math.cpp) may dispatch to,
-// capped once at oneDNN's effective ISA, so ONEDNN_MAX_CPU_ISA=AVX2 caps these loops as it caps oneDNN's kernels
-// (one switch for testing every kernel at a lower ISA on a machine that has a higher one).
+// onnx-core: the Highway targets the pack's vectorised loops (rnn_simd.cpp, simd_math.cpp, norm_simd.cpp) may
+// dispatch to, capped once at oneDNN's effective ISA, so ONEDNN_MAX_CPU_ISA=AVX2 caps these loops as it caps
+// oneDNN's kernels (one switch for testing every kernel at a lower ISA on a machine that has a higher one).
 #pragma once
 
 namespace onnx_core {

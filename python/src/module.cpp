@@ -888,8 +888,8 @@ PYBIND11_MODULE(_ophost, m) {
   py::enum_<GraphOptimizationLevel>(m, "GraphOptimizationLevel",
                                     "Graph optimisation level (ophost levels 0-3): ORT_DISABLE_ALL = 0 (none), "
                                     "ORT_ENABLE_BASIC = 1 (identity/dead-node elimination, constant folding), "
-                                    "ORT_ENABLE_EXTENDED = 2 (adds Conv+BatchNormalization folding and "
-                                    "Conv+activation fusion), ORT_ENABLE_LAYOUT and ORT_ENABLE_ALL = 3 (adds "
+                                    "ORT_ENABLE_EXTENDED = 2 (adds Conv+BatchNormalization folding, "
+                                    "Conv+activation fusion and LayerNormalization fusion), ORT_ENABLE_LAYOUT and ORT_ENABLE_ALL = 3 (adds "
                                     "Conv+Mul/Add folding; the default).")
       .value("ORT_DISABLE_ALL", GraphOptimizationLevel::ORT_DISABLE_ALL)
       .value("ORT_ENABLE_BASIC", GraphOptimizationLevel::ORT_ENABLE_BASIC)

@@ -5,6 +5,9 @@
 #include "integration_support.hpp"
 
 #include <nlohmann/json.hpp>
+#include <ophost/runtime.hpp>
+
+#include <algorithm>
 
 #include <regex>
 #include <set>
@@ -111,6 +114,24 @@ TEST(CliInspect, MemoryShowsPlannedPeakBesideLowerBound) {
       << r.out;
   EXPECT_LE(std::stod(m[3]), 1.10);
   EXPECT_GE(std::stoll(m[1]), std::stoll(m[2]));
+}
+
+// `--disable-pass` lists the host's own pass table (graph_passes()), in the order the passes run, with levels.
+TEST(CliHelp, DisablePassListsEveryPassOfTheHostsTable) {
+  ProcResult r = ophost({"run", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  size_t at = r.out.find("--disable-pass");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::vector<GraphPassInfo> passes = graph_passes();
+  ASSERT_FALSE(passes.empty());
+  for (const GraphPassInfo& p : passes) {
+    const size_t found = r.out.find(p.name, at);
+    ASSERT_NE(found, std::string::npos) << p.name << " missing or out of order in:\n" << r.out;
+    at = found + p.name.size();
+  }
+  EXPECT_NE(std::find_if(passes.begin(), passes.end(), [](const GraphPassInfo& p) {
+              return p.name == "layer-norm-fusion" && p.level == 2;
+            }), passes.end());
 }
 
 }  // namespace

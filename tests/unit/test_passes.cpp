@@ -1,6 +1,7 @@
 // Graph passes (host/passes): each pass on small models built in C++, checking the rewrite (and, for the
 // folding passes, the numbers).
 #include "passes/passes.hpp"
+#include "unit/pass_test_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,66 +12,7 @@
 namespace ophost {
 namespace {
 
-ModelValueInfo vinfo(const std::string& name, std::vector<int64_t> shape = {}, DType dt = DType::kFloat32) {
-  ModelValueInfo v;
-  v.name = name;
-  v.dtype = dt;
-  v.has_shape = !shape.empty();
-  v.shape = std::move(shape);
-  v.dim_params.assign(v.shape.size(), "");
-  return v;
-}
-
-Node node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
-          const std::string& name = "") {
-  Node n;
-  n.op_type = op;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.name = name.empty() ? op + "_" + n.outputs[0] : name;
-  return n;
-}
-
-Attribute fattr(const std::string& name, float f) {
-  Attribute a;
-  a.name = name;
-  a.type = OPH_ATTR_FLOAT;
-  a.f = f;
-  return a;
-}
-
-Tensor ftensor(std::vector<int64_t> shape, std::vector<float> values) {
-  Tensor t(DType::kFloat32, std::move(shape));
-  std::copy(values.begin(), values.end(), t.data_as<float>());
-  return t;
-}
-
-Tensor random_tensor(std::vector<int64_t> shape, std::mt19937& rng, float lo = -1, float hi = 1) {
-  Tensor t(DType::kFloat32, std::move(shape));
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
-  return t;
-}
-
-Model base_model(int64_t opset = 17) {
-  Model m;
-  m.path = "test.onnx";
-  m.ir_version = 8;
-  m.opset_imports[""] = opset;
-  return m;
-}
-
-const Tensor* init(const Model& m, const std::string& name) {
-  for (const auto& [n, t] : m.initializers)
-    if (n == name) return &t;
-  return nullptr;
-}
-
-std::vector<std::string> op_types(const Model& m) {
-  std::vector<std::string> v;
-  for (const Node& n : m.nodes) v.push_back(n.op_type);
-  return v;
-}
+using namespace pass_test;
 
 // ----- identity-elimination -----
 
@@ -550,14 +492,6 @@ TEST(Passes, CustomDomainActivationsAreNeverFusedByName) {
 
 // ----- conv-add-fusion -----
 
-InferredValue f32_shape(std::vector<int64_t> dims) { return {std::move(dims), DType::kFloat32}; }
-
-const Attribute* attr_of(const Node& n, const std::string& name) {
-  for (const Attribute& a : n.attributes)
-    if (a.name == name) return &a;
-  return nullptr;
-}
-
 TEST(Passes, ConvAddBecomesFusedConvWithZAndTheReluAfterItFusesToo) {
   Model m = base_model(13);
   m.inputs = {vinfo("x", {1, 8, 4, 4})};
@@ -603,11 +537,6 @@ TEST(Passes, ConvAddBecomesFusedConvWithZAndTheReluAfterItFusesToo) {
 
 // ----- pad-conv-folding -----
 
-Tensor itensor(std::vector<int64_t> values) {
-  Tensor t(DType::kInt64, {static_cast<int64_t>(values.size())});
-  std::copy(values.begin(), values.end(), t.data_as<int64_t>());
-  return t;
-}
 
 TEST(Passes, ZeroSpatialPadFoldsIntoTheConvsPads) {
   auto make = [](std::vector<int64_t> pads, float value) {

@@ -106,6 +106,17 @@ void add_input_options(po::options_description& desc, std::vector<std::string>& 
       "shape", po::value(&shapes)->composing(), "NAME=D0,D1,...: shape of a --random input with unknown dims");
 }
 
+namespace {
+// The passes from libophost's own table: "NAME (level N): what it does; ...".
+std::string disable_pass_help() {
+  std::string text = "pass not to run (repeatable); the passes, in the order they run:";
+  for (const GraphPassInfo& p : graph_passes())
+    text += " " + p.name + " (level " + std::to_string(p.level) + "): " + p.summary + ";";
+  text.back() = '.';
+  return text;
+}
+}  // namespace
+
 void add_common_options(po::options_description& desc, CommonOptions& opts) {
   desc.add_options()
       ("plugin-path", po::value(&opts.plugin_paths)->composing(),
@@ -142,11 +153,10 @@ void add_common_options(po::options_description& desc, CommonOptions& opts) {
        "write a Chrome-trace profile (ONNX Runtime's field names) to FILE.json and print per-op totals")
       ("opt-level", po::value(&opts.opt_level)->default_value(3),
        "graph optimisation level: 0 none, 1 identity/dead-node elimination and constant folding, 2 adds "
-       "Conv+BatchNormalization folding and Conv+Add/activation fusion, 3 (default) adds Conv+Mul/Add and Pad+Conv "
-       "folding and channel-blocked (NCHWc) layouts between convolutions (off with --dump)")
-      ("disable-pass", po::value(&opts.disabled_passes)->composing(),
-       "pass not to run (repeatable): identity-elimination, dead-node-elimination, constant-folding, "
-       "conv-bn-folding, conv-add-fusion, conv-activation-fusion, conv-affine-folding, pad-conv-folding, nchwc-layout")
+       "Conv+BatchNormalization folding, Conv+Add/activation fusion and LayerNormalization fusion, 3 (default) "
+       "adds Conv+Mul/Add and Pad+Conv folding and channel-blocked (NCHWc) layouts between convolutions (off with "
+       "--dump)")
+      ("disable-pass", po::value(&opts.disabled_passes)->composing(), disable_pass_help().c_str())
       ("max-tensor-bytes", po::value(&opts.max_tensor_bytes)->default_value(opts.max_tensor_bytes),
        "refuse a model whose tensors (initializers, inferred values) would exceed this many bytes")
       ("max-loop-iterations", po::value(&opts.max_loop_iterations)->default_value(opts.max_loop_iterations),

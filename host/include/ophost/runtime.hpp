@@ -131,8 +131,9 @@ struct SessionOptions {
   // newest semantics the packs know, with a warning.
   bool allow_newer_opset = false;
   // Graph optimisation level, 0 (none) to 3 (all, the default): 1 identity/Dropout elimination, dead-node
-  // elimination, constant folding; 2 adds Conv+BatchNormalization folding and Conv+activation fusion; 3 adds
-  // Conv+per-channel Mul/Add folding. Each pass logs what it changed at info level.
+  // elimination, constant folding; 2 adds Conv+BatchNormalization folding, Conv+Add/activation fusion and
+  // LayerNormalization fusion; 3 adds Conv+per-channel Mul/Add and Pad+Conv folding and channel-blocked layouts.
+  // Each pass logs what it changed at info level; graph_passes() lists them.
   int opt_level = 3;
   // Operator packs whose kernels run in a worker process of their own (`ophost run --isolate-packs`; "*" = every
   // loaded operator pack; docs/security.md): a crash, abort, exit() or heap corruption in such a pack fails only
@@ -205,6 +206,15 @@ OPHOST_API std::string dump_file_stem(const std::string& name);
 // hardware concurrency). Call before sessions run: `ophost pack check` uses 1, so its forked children need no
 // worker threads.
 OPHOST_API void set_intra_op_threads(int threads);
+
+// One graph pass SessionOptions::opt_level runs: its name (for disabled_passes), the lowest level that runs it
+// and one line on what it rewrites. graph_passes() lists every pass in the order sessions run them.
+struct GraphPassInfo {
+  std::string name;
+  int level = 0;
+  std::string summary;
+};
+OPHOST_API std::vector<GraphPassInfo> graph_passes();
 
 class OPHOST_API Runtime {
  public:

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Single-op cases for onnx-core's Conv/ConvTranspose, pools, normalizations, Resize, activations and RNN/GRU/LSTM.
+"""Single-op cases for onnx-core's Conv/ConvTranspose, pools, normalizations, Resize, activations and RNN/GRU/LSTM,
+and chains the host's passes fuse (fusion_cases.py).
 
 Writes, for every case, into cases/:
   <case>.onnx              a one-node model (opset given per case)
@@ -22,6 +23,8 @@ import tempfile
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
+
+import fusion_cases
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "cases")
@@ -342,6 +345,7 @@ def cases():
     out.append(nchwc_chain_case())
     out.append(conv_dilated_wide_pad_clamp_case())
     out.extend(rnn_cases())
+    out.extend(fusion_cases.cases(conv_ref))
     return out
 
 

@@ -1,0 +1,89 @@
+"""Cases for the host's fusion passes (make_cases.py writes and checks them with the others): chains exporters
+write out that the host rewrites to one node, each with a float64 numpy reference of the unfused graph.
+
+  layer_norm_decomposed_*   PyTorch's nn.LayerNorm at opset < 17: ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
+                            Sqrt, Div, Mul gamma, Add beta (layer-norm-fusion -> com.ophost::LayerNormalization)
+  fused_conv_silu           Conv, then Mul(c, Sigmoid(c)) (conv-activation-fusion -> FusedConv Swish); "conv" in
+                            the name, so the AVX2 conv run checks it too
+"""
+import numpy as np
+from onnx import TensorProto, helper
+
+
+def _model(name, nodes, x, ref, consts, opset):
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], initializer=consts)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="onnx_core make_cases")
+    m.ir_version = 8
+    return m
+
+
+def _const(name, v, dtype=TensorProto.FLOAT):
+    v = np.asarray(v)
+    return helper.make_tensor(name, dtype, v.shape, v.flatten().tolist())
+
+
+def layer_norm_case(name, shape, axes, opset, seed):
+    """LayerNorm over `axes` (trailing) written out as PyTorch exports it; gamma/beta over the normalized dims.
+    At opset 18 the ReduceMean axes are an input, before it an attribute; the exponent and eps are Constant
+    nodes (as PyTorch writes them; constant folding makes them initializers before the fusion)."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+    norm_shape = shape[len(shape) - len(axes):]
+    gamma = (rng.standard_normal(norm_shape) * 0.5 + 1).astype(np.float32)
+    beta = (rng.standard_normal(norm_shape) * 0.1).astype(np.float32)
+    eps = 1e-5
+    xd = x.astype(np.float64)
+    mean = xd.mean(axis=tuple(axes), keepdims=True)
+    var = ((xd - mean) ** 2).mean(axis=tuple(axes), keepdims=True)
+    ref = (xd - mean) / np.sqrt(var + eps) * gamma + beta
+
+    def reduce_mean(src, dst):
+        if opset >= 18:
+            return helper.make_node("ReduceMean", [src, "axes"], [dst])
+        return helper.make_node("ReduceMean", [src], [dst], axes=list(axes))
+
+    nodes = [helper.make_node("Constant", [], ["two"], value=_const("two_v", np.float32(2.0))),
+             helper.make_node("Constant", [], ["eps"], value=_const("eps_v", np.float32(eps))),
+             reduce_mean("X", "mean"),
+             helper.make_node("Sub", ["X", "mean"], ["d"]),
+             helper.make_node("Pow", ["d", "two"], ["p"]),
+             reduce_mean("p", "var"),
+             helper.make_node("Add", ["var", "eps"], ["ve"]),
+             helper.make_node("Sqrt", ["ve"], ["s"]),
+             helper.make_node("Div", ["d", "s"], ["n"]),
+             helper.make_node("Mul", ["n", "gamma"], ["g"]),
+             helper.make_node("Add", ["g", "beta"], ["y"])]
+    consts = [_const("gamma", gamma), _const("beta", beta)]
+    if opset >= 18:
+        consts.append(_const("axes", np.array(axes, dtype=np.int64), TensorProto.INT64))
+    return (name, _model(name, nodes, x, ref, consts, opset), [("X", x)], ref, ("gamma", "beta", "axes"))
+
+
+def conv_silu_case(conv_ref):
+    """A 3x3 Conv with 24 output channels (blocked between convolutions by nchwc-layout: 8- and 16-channel
+    blocks), SiLU written out, then a pointwise Conv reading it and SiLU again."""
+    rng = np.random.default_rng(21)
+    x = (rng.standard_normal((1, 16, 12, 12)) * 0.5).astype(np.float32)
+    w1 = (rng.standard_normal((24, 16, 3, 3)) * 0.2).astype(np.float32)
+    b1 = (rng.standard_normal(24) * 0.1).astype(np.float32)
+    w2 = (rng.standard_normal((16, 24, 1, 1)) * 0.3).astype(np.float32)
+    silu = lambda v: v / (1 + np.exp(-v))
+    d = lambda a: a.astype(np.float64)
+    c1 = silu(conv_ref(d(x), d(w1), d(b1), [1, 1], [1, 1, 1, 1], [1, 1], 1))
+    ref = silu(conv_ref(c1, d(w2), np.zeros(16), [1, 1], [0, 0, 0, 0], [1, 1], 1))
+    nodes = [helper.make_node("Conv", ["X", "W1", "B1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c1"], ["s1"]),
+             helper.make_node("Mul", ["c1", "s1"], ["a1"]),
+             helper.make_node("Conv", ["a1", "W2"], ["c2"]),
+             helper.make_node("Sigmoid", ["c2"], ["s2"]),
+             helper.make_node("Mul", ["s2", "c2"], ["y"])]
+    consts = [_const("W1", w1), _const("B1", b1), _const("W2", w2)]
+    return ("fused_conv_silu", _model("fused_conv_silu", nodes, x, ref, consts, 14), [("X", x)], ref,
+            ("W1", "B1", "W2"))
+
+
+def cases(conv_ref):
+    return [layer_norm_case("layer_norm_decomposed_opset14", (2, 7, 48), [-1], 14, 31),
+            layer_norm_case("layer_norm_decomposed_2axes_opset18", (3, 5, 20), [1, 2], 18, 32),
+            conv_silu_case(conv_ref)]
