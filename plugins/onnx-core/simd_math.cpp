@@ -156,26 +156,19 @@ HWY_EXPORT(LogImpl);
 HWY_EXPORT(ErfImpl);
 HWY_EXPORT(ExpShiftedSumImpl);
 
-void sigmoid(const float* x, float* y, size_t n) {
-  cap_simd_targets();
-  HWY_DYNAMIC_DISPATCH(SigmoidImpl)(x, y, n);
-}
-void tanh(const float* x, float* y, size_t n) {
-  cap_simd_targets();
-  HWY_DYNAMIC_DISPATCH(TanhImpl)(x, y, n);
-}
-void exp(const float* x, float* y, size_t n) {
-  cap_simd_targets();
-  HWY_DYNAMIC_DISPATCH(ExpImpl)(x, y, n);
-}
-void log(const float* x, float* y, size_t n) {
-  cap_simd_targets();
-  HWY_DYNAMIC_DISPATCH(LogImpl)(x, y, n);
-}
-void erf(const float* x, float* y, size_t n) {
-  cap_simd_targets();
-  HWY_DYNAMIC_DISPATCH(ErfImpl)(x, y, n);
-}
+// The unary entry points: cap the targets (once), then call the best compiled target.
+#define ONNX_CORE_SIMD_UNARY(name, impl)          \
+  void name(const float* x, float* y, size_t n) { \
+    cap_simd_targets();                           \
+    HWY_DYNAMIC_DISPATCH(impl)(x, y, n);          \
+  }
+ONNX_CORE_SIMD_UNARY(sigmoid, SigmoidImpl)
+ONNX_CORE_SIMD_UNARY(tanh, TanhImpl)
+ONNX_CORE_SIMD_UNARY(exp, ExpImpl)
+ONNX_CORE_SIMD_UNARY(log, LogImpl)
+ONNX_CORE_SIMD_UNARY(erf, ErfImpl)
+#undef ONNX_CORE_SIMD_UNARY
+
 float exp_shifted_sum(const float* x, float* y, size_t n, float shift) {
   cap_simd_targets();
   return HWY_DYNAMIC_DISPATCH(ExpShiftedSumImpl)(x, y, n, shift);
