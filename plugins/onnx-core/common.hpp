@@ -387,6 +387,14 @@ void unary_apply(const oph::KernelContext& ctx, const TI* x, TO* y, size_t n, Op
   });
 }
 
+// y = fn(x) for a vectorised float32 loop (simd_math.hpp), called on chunks of the tensor.
+inline void unary_apply_f32(const oph::KernelContext& ctx, const oph::TensorRef& x, const oph::TensorRef& y,
+                            void (*fn)(const float*, float*, size_t)) {
+  const float* X = static_cast<const float*>(x.data());
+  float* Y = static_cast<float*>(y.data());
+  ctx.parallel_for(x.size(), kGrain, [=](size_t lo, size_t hi) { fn(X + lo, Y + lo, hi - lo); });
+}
+
 // out = op(a, b) with ONNX multidirectional broadcasting; `oshape` is broadcast_shapes(ashape, bshape).
 template <class TA, class TB, class TO, class Op>
 void binary_apply(const oph::KernelContext& ctx, const TA* a, std::span<const int64_t> ashape, const TB* b,

@@ -34,9 +34,7 @@ void register_float_unary(oph::Pack& pack, const char* name, int32_t since, int3
         oph::TensorRef y = ensure_output(ctx, 0, x.shape(), op);
         if (!y.present()) return;
         if (simd && x.dtype() == f32) {
-          const float* X = static_cast<const float*>(x.data());
-          float* Y = static_cast<float*>(y.data());
-          ctx.parallel_for(x.size(), kGrain, [=](size_t lo, size_t hi) { simd(X + lo, Y + lo, hi - lo); });
+          unary_apply_f32(ctx, x, y, simd);
           return;
         }
         Params p;

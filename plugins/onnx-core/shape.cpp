@@ -156,12 +156,8 @@ void transpose_compute(const oph::KernelContext& ctx) {
   auto in = x.shape();
   const size_t r = in.size();
   auto perm = transpose_perm(ctx.attrs(), r);
-  std::vector<int64_t> istride(r), oshape(r), st(r);
-  int64_t acc = 1;
-  for (size_t k = r; k-- > 0;) {
-    istride[k] = acc;
-    acc *= in[k];
-  }
+  const std::vector<int64_t> istride = compact_strides(in);
+  std::vector<int64_t> oshape(r), st(r);
   for (size_t k = 0; k < r; ++k) {
     oshape[k] = in[perm[k]];
     st[k] = istride[perm[k]];

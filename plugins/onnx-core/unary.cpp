@@ -58,9 +58,7 @@ void unary_compute(const oph::KernelContext& ctx, const std::string& op, bool fl
   if (!y.present()) return;
   if constexpr (requires { Op::kSimd; }) {
     if (x.dtype() == f32) {
-      const float* X = static_cast<const float*>(x.data());
-      float* Y = static_cast<float*>(y.data());
-      ctx.parallel_for(x.size(), kGrain, [=](size_t lo, size_t hi) { Op::kSimd(X + lo, Y + lo, hi - lo); });
+      unary_apply_f32(ctx, x, y, Op::kSimd);
       return;
     }
   }
