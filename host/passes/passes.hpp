@@ -125,6 +125,7 @@ PassResult assign_nchwc_layout(Model& model, const PassHooks& hooks);
 PassResult fold_conv_affine(Model& model);
 PassResult fold_pad_into_conv(Model& model);
 PassResult fuse_layer_norm(Model& model, const PassHooks& hooks);
+PassResult fuse_matmul_bias(Model& model, const PassHooks& hooks);
 
 // The FusedConv op the conv-activation fusion rewrites to.
 inline constexpr const char* kFusedDomain = "com.ophost";
@@ -134,5 +135,7 @@ inline constexpr const char* kLayoutReorder = "LayoutReorder";
 inline constexpr const char* kBlockedMaxPool = "BlockedMaxPool";
 // What layer-norm-fusion rewrites to (LayerNormalization-17's inputs and attributes, output Y only).
 inline constexpr const char* kLayerNormalization = "LayerNormalization";
+// What matmul-bias-fusion rewrites to: MatMul(A, W) + Bias over the last dim.
+inline constexpr const char* kFusedMatMul = "FusedMatMul";
 
 }  // namespace ophost

@@ -3,6 +3,7 @@
 // float64 keeps the plain loops.
 #include "common.hpp"
 #include "dnnl_util.hpp"
+#include "gemm_packed.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -137,6 +138,94 @@ void matmul_compute(const oph::KernelContext& ctx) {
   });
 }
 
+// Constant float32 weights packed once (gemm_packed.hpp) instead of handing them to sgemm on every run.
+const float* constant_f32(const oph_value_info& v) {
+  const oph_tensor* t = v.present ? v.constant : nullptr;
+  if (!t || !(t->dtype == f32)) return nullptr;
+  return reinterpret_cast<const float*>(static_cast<const char*>(t->data) + t->byte_offset);
+}
+
+// Runs the packed product over every row of A (its batch dims folded into rows) and every panel, split across
+// the intra-op threads by panels.
+void run_packed(const oph::KernelContext& ctx, const gemm_packed::PackedB& pb, const float* A, size_t rows, float* C,
+                const float* bias, bool accumulate) {
+  const size_t K = pb.rows(), N = pb.cols(), panels = pb.panels();
+  // Enough work per task to amortise a task switch: about kGrain multiply-adds per element of C's panel column.
+  const size_t per_panel = std::max<size_t>(1, rows * K * pb.panel_width());
+  const size_t grain = std::max<size_t>(1, (64 * kGrain) / per_panel);
+  ctx.parallel_for(panels, grain, [&](size_t lo, size_t hi) {
+    gemm_packed::multiply(pb, A, rows, K, C, N, bias, accumulate, lo, hi);
+  });
+}
+
+// MatMul with a constant 2-D float32 B: packed at creation; other cases (and other dtypes) as matmul_compute.
+class MatMulKernel {
+ public:
+  explicit MatMulKernel(const oph::KernelInit& init) {
+    const oph_value_info& b = init.input(1);
+    if (const float* w = constant_f32(b); w && b.ndim == 2 && b.shape[0] > 0 && b.shape[1] > 0)
+      packed_ = gemm_packed::pack(w, static_cast<size_t>(b.shape[0]), static_cast<size_t>(b.shape[1]));
+  }
+  oph::Implementation implementation() {
+    if (packed_.empty()) return {"oneDNN sgemm (float32; float64: loops)", false};
+    return {std::string("packed B, Highway ") + gemm_packed::target_name(), false};
+  }
+  void compute(oph::KernelContext& ctx) {
+    if (!packed_.empty() && try_packed(ctx, nullptr)) return;
+    matmul_compute(ctx);
+  }
+
+ protected:
+  // The packed path when A is float32 and B is the packed constant; false: not applicable.
+  bool try_packed(oph::KernelContext& ctx, const float* bias) {
+    oph::TensorRef a = input(ctx, 0, "MatMul"), b = input(ctx, 1, "MatMul");
+    if (!(a.dtype() == f32) || !(b.dtype() == f32)) return false;
+    auto bs = b.shape();
+    if (bs.size() != 2 || static_cast<size_t>(bs[0]) != packed_.rows() || static_cast<size_t>(bs[1]) != packed_.cols())
+      return false;
+    MatMulShape s = matmul_shape(a.shape(), bs);
+    oph::TensorRef y = ensure_output(ctx, 0, s.out, "MatMul");
+    if (!y.present()) return true;
+    const size_t rows = oph::numel(a.shape()) / packed_.rows();
+    if (rows == 0) return true;
+    run_packed(ctx, packed_, static_cast<const float*>(a.data()), rows, static_cast<float*>(y.data()), bias, false);
+    return true;
+  }
+  gemm_packed::PackedB packed_;
+};
+
+// com.ophost::FusedMatMul(A, B, Bias): MatMul(A, B) + Bias along the last dim (Bias has B's column count of
+// values), written by the host's matmul-bias-fusion pass for MatMul followed by Add of a constant bias.
+void fused_matmul_infer(oph::InferContext& c) {
+  matmul_infer(c);
+  if (c.input_dtype(2) != c.input_dtype(0)) fail("FusedMatMul: Bias must have A's dtype");
+}
+
+class FusedMatMulKernel : public MatMulKernel {
+ public:
+  using MatMulKernel::MatMulKernel;
+  void compute(oph::KernelContext& ctx) {
+    oph::TensorRef bias = input(ctx, 2, "FusedMatMul");
+    check_compact(bias, "FusedMatMul");
+    oph::TensorRef b = input(ctx, 1, "FusedMatMul");
+    auto bs = b.shape();
+    const size_t N = bs.empty() ? 0 : static_cast<size_t>(bs.back());
+    if (bs.size() < 2 || bias.size() != N)
+      fail("FusedMatMul: Bias must have one value per column of B (" + std::to_string(N) + "), got " +
+           std::to_string(bias.size()));
+    if (!packed_.empty() && bias.dtype() == f32 && try_packed(ctx, static_cast<const float*>(bias.data()))) return;
+    matmul_compute(ctx);
+    oph::TensorRef y = ctx.output(0);
+    if (!y.present() || N == 0) return;
+    dispatch_float(y.dtype(), "FusedMatMul", [&]<class T>(std::type_identity<T>) {
+      T* Y = static_cast<T*>(y.data());
+      const T* B = static_cast<const T*>(bias.data());
+      for (size_t i = 0, n = y.size(); i < n; i += N)
+        for (size_t j = 0; j < N; ++j) Y[i + j] += B[j];
+    });
+  }
+};
+
 // ----- Gemm -----
 
 struct GemmShape {
@@ -191,11 +280,35 @@ void gemm_infer(oph::InferContext& c) {
 struct GemmKernel {
   float alpha, beta;
   bool ta, tb;
+  // alpha * B' packed when B is a constant float32 matrix and A is not transposed; beta * C as a bias row when
+  // C is a constant with one value per column (or one value).
+  gemm_packed::PackedB packed;
+  std::vector<float> bias;
   explicit GemmKernel(const oph::KernelInit& init)
       : alpha(init.attr<float>("alpha")),
         beta(init.attr<float>("beta")),
         ta(flag_attr(init.attr<int64_t>("transA"), "Gemm", "transA")),
-        tb(flag_attr(init.attr<int64_t>("transB"), "Gemm", "transB")) {}
+        tb(flag_attr(init.attr<int64_t>("transB"), "Gemm", "transB")) {
+    const oph_value_info& b = init.input(1);
+    const float* w = constant_f32(b);
+    if (ta || !w || b.ndim != 2 || b.shape[0] <= 0 || b.shape[1] <= 0) return;
+    const size_t K = static_cast<size_t>(tb ? b.shape[1] : b.shape[0]), N = static_cast<size_t>(tb ? b.shape[0] : b.shape[1]);
+    packed = gemm_packed::pack(w, K, N, tb, alpha);
+    if (init.num_inputs() > 2) {
+      const oph_value_info& c = init.input(2);
+      const float* cv = constant_f32(c);
+      const size_t n = cv ? oph::numel({c.shape, static_cast<size_t>(std::max(c.ndim, 0))}) : 0;
+      const bool row = c.ndim >= 1 && c.ndim <= 2 && (c.ndim == 1 || c.shape[0] == 1);
+      if (cv && (n == 1 || (row && n == N))) {
+        bias.resize(N);
+        for (size_t j = 0; j < N; ++j) bias[j] = beta * cv[n == 1 ? 0 : j];
+      }
+    }
+  }
+  oph::Implementation implementation() {
+    if (packed.empty()) return {"oneDNN sgemm (float32; float64: loops)", false};
+    return {std::string("packed B, Highway ") + gemm_packed::target_name(), false};
+  }
 
   void compute(oph::KernelContext& ctx) {
     oph::TensorRef a = input(ctx, 0, "Gemm"), b = input(ctx, 1, "Gemm");
@@ -205,6 +318,13 @@ struct GemmKernel {
     std::vector<int64_t> oshape = {s.M, s.N};
     oph::TensorRef y = ensure_output(ctx, 0, oshape, "Gemm");
     if (!y.present()) return;
+    if (!packed.empty() && a.dtype() == f32 && static_cast<size_t>(s.K) == packed.rows() &&
+        static_cast<size_t>(s.N) == packed.cols() && (!c.present() || !bias.empty())) {
+      if (s.M > 0)
+        run_packed(ctx, packed, static_cast<const float*>(a.data()), static_cast<size_t>(s.M),
+                   static_cast<float*>(y.data()), bias.empty() ? nullptr : bias.data(), false);
+      return;
+    }
     // Strides of C broadcast to [M, N].
     size_t cs_i = 0, cs_j = 0;
     if (c.present()) {
@@ -549,7 +669,21 @@ void register_linalg(oph::Pack& pack) {
                             .input("B", "T")
                             .output("Y", "T")
                             .infer(matmul_infer)
-                            .compute(matmul_compute);
+                            .kernel<MatMulKernel>();
+    add_types(b, "T", kFloat);
+  }
+  {
+    oph::OpBuilder& b = pack.op("com.ophost", "FusedMatMul")
+                            .versions(1, OPH_OPSET_MAX)
+                            .doc("MatMul(A, B) + Bias over the last dim (Bias: one value per column of B), written by "
+                                 "the host's matmul-bias-fusion pass")
+                            .input("A", "T")
+                            .input("B", "T")
+                            .input("Bias", "T")
+                            .output("Y", "T")
+                            .infer(fused_matmul_infer)
+                            .kernel<FusedMatMulKernel>()
+                            .flags(OPH_OP_FLAG_ALLOW_FUSION);
     add_types(b, "T", kFloat);
   }
   // Gemm 7-10: C required; 11+: C optional. (1 and 6 have the legacy broadcast attribute: not claimed.)
