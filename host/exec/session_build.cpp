@@ -227,6 +227,60 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
       return std::nullopt;
     }
   };
+  h.infer_node = [plugins, &registry, devices, options](const Model& model, const Node& node,
+                                                        const std::vector<const Tensor*>& constants,
+                                                        const std::vector<const InferredValue*>& shapes)
+      -> std::optional<std::vector<InferredValue>> {
+    try {
+      Model one;
+      one.path = model.path;
+      one.ir_version = model.ir_version;
+      one.opset_imports = model.opset_imports;
+      one.limits = model.limits;
+      Node n = node;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        if (n.inputs[i].empty()) continue;
+        const std::string name = "in" + std::to_string(i);
+        if (i < constants.size() && constants[i]) {
+          one.initializers.emplace_back(name, *constants[i]);
+        } else if (i < shapes.size() && shapes[i]) {
+          ModelValueInfo vi;
+          vi.name = name;
+          vi.dtype = shapes[i]->dtype;
+          vi.has_shape = true;
+          vi.shape = shapes[i]->dims;
+          vi.dim_params.assign(vi.shape.size(), "");
+          one.inputs.push_back(vi);
+        } else {
+          return std::nullopt;
+        }
+        n.inputs[i] = name;
+      }
+      for (size_t o = 0; o < n.outputs.size(); ++o) {
+        if (n.outputs[o].empty()) continue;
+        n.outputs[o] = "out" + std::to_string(o);
+        ModelValueInfo vi;
+        vi.name = n.outputs[o];
+        one.outputs.push_back(vi);
+      }
+      one.nodes.push_back(std::move(n));
+      auto s = std::make_unique<Session::Impl>();
+      s->plugins = plugins;
+      s->model = std::move(one);
+      resolve_graph(s.get(), registry, devices, options, {});
+      std::vector<ValueMeta> meta = s->infer_all(declared_inputs(s->model));
+      std::vector<InferredValue> result(node.outputs.size());
+      for (size_t o = 0, k = 0; o < node.outputs.size(); ++o) {
+        if (node.outputs[o].empty()) continue;
+        const ValueMeta& vm = meta[static_cast<size_t>(s->output_values[k++])];
+        if (vm.rank_known) result[o] = {vm.shape, vm.dtype};
+      }
+      return result;
+    } catch (const std::exception& e) {
+      spdlog::debug("constant-folding: shapes of {} not inferred: {}", describe_node(node), e.what());
+      return std::nullopt;
+    }
+  };
   h.infer_shapes = [plugins, &registry, devices, options](const Model& model) {
     std::map<std::string, InferredValue> shapes;
     try {

@@ -78,6 +78,15 @@ struct PassHooks {
   // Shapes and element types the ops' infer() gives every value of `model` from the declared graph inputs
   // (name -> dims, -1 for unknown; values of unknown rank are absent). Empty when inference fails.
   std::function<std::map<std::string, InferredValue>(const Model& model)> infer_shapes;
+  // Shapes and element types of one node's outputs from its inputs: constants[i] the value of input i when it is
+  // constant, else shapes[i] its shape (null for an absent optional input). nullopt when inference fails; an
+  // output of unknown rank has dtype kUndefined. Lets constant folding follow shapes through the nodes it keeps
+  // in the same sweep (Shape -> Gather -> Concat -> Reshape -> Shape ... needed one whole-graph infer_shapes per
+  // Reshape level: 28 on Swin-T).
+  std::function<std::optional<std::vector<InferredValue>>(const Model& model, const Node& node,
+                                                          const std::vector<const Tensor*>& constants,
+                                                          const std::vector<const InferredValue*>& shapes)>
+      infer_node;
   // Whether `conv` followed by `activation` may become com.ophost::FusedConv (a pack serves the fused op with
   // OPH_OP_FLAG_ALLOW_FUSION on the device the Conv resolves to, and both nodes' kernels come from that pack or
   // allow fusion themselves).

@@ -44,5 +44,6 @@ function fmix32(h) { h ^= h >>> 16; h = Math.imul(h, 0x85ebca6b); h ^= h >>> 13;
     for (const [k, us] of [...byNode].sort((x, y) => y[1] - x[1]).slice(0, 25))
       console.log(`  ${(us / iters / 1000).toFixed(3).padStart(8)} ms  ${k}`);
   }
+  console.log(`nodes per run: ${ev.filter(e => e.cat === "Node" && e.name.endsWith("_kernel_time") && e.ts >= t0).length / iters}`);
   fs.rmSync(dir, { recursive: true, force: true });
 })().catch(e => { console.error(String(e.message || e)); process.exit(1); });
