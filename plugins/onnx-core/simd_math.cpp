@@ -140,6 +140,29 @@ float ExpShiftedSumImpl(const float* x, float* y, size_t n, float shift) {
   return sum;
 }
 
+// Softmax of each of `rows` contiguous rows of `len` values: max, exp(x - max) with its sum, scale by 1 / sum,
+// all on vectors. A NaN anywhere in a row makes the whole row NaN (through the sum), as the scalar loops do.
+void SoftmaxRowsImpl(const float* x, float* y, size_t rows, size_t len) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    size_t i = 0;
+    float m = -std::numeric_limits<float>::infinity();
+    if (len >= N) {
+      auto vm = hn::LoadU(d, xr);
+      for (i = N; i + N <= len; i += N) vm = hn::Max(vm, hn::LoadU(d, xr + i));
+      m = hn::GetLane(hn::MaxOfLanes(d, vm));
+    }
+    for (; i < len; ++i) m = xr[i] > m ? xr[i] : m;
+    const float inv = 1.0f / ExpShiftedSumImpl(xr, yr, len, m);
+    const auto vi = hn::Set(d, inv);
+    for (i = 0; i + N <= len; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, yr + i), vi), d, yr + i);
+    for (; i < len; ++i) yr[i] *= inv;
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace onnx_core::simd_math
 HWY_AFTER_NAMESPACE();
@@ -172,6 +195,13 @@ ONNX_CORE_SIMD_UNARY(erf, ErfImpl)
 float exp_shifted_sum(const float* x, float* y, size_t n, float shift) {
   cap_simd_targets();
   return HWY_DYNAMIC_DISPATCH(ExpShiftedSumImpl)(x, y, n, shift);
+}
+
+HWY_EXPORT(SoftmaxRowsImpl);
+
+void softmax_rows(const float* x, float* y, size_t rows, size_t len) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(SoftmaxRowsImpl)(x, y, rows, len);
 }
 
 }  // namespace onnx_core::simd_math

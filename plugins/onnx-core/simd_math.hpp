@@ -23,5 +23,7 @@ void log(const float* x, float* y, size_t n);
 void erf(const float* x, float* y, size_t n);
 // y = exp(x - shift); returns the sum of y (Softmax's denominator).
 float exp_shifted_sum(const float* x, float* y, size_t n, float shift);
+// Softmax over each of `rows` contiguous rows of `len` values (x == y allowed).
+void softmax_rows(const float* x, float* y, size_t rows, size_t len);
 
 }  // namespace onnx_core::simd_math

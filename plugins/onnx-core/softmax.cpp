@@ -58,6 +58,14 @@ struct SoftmaxKernel {
       T* Y = static_cast<T*>(y.data());
       const size_t len = g.len, inner = g.inner;
       size_t grain = std::max<size_t>(1, kGrain / (len * inner));
+      if constexpr (std::is_same_v<T, float>) {
+        if (inner == 1) {  // rows of the last axis: one dispatched call per task
+          ctx.parallel_for(g.outer, grain, [=](size_t lo, size_t hi) {
+            simd_math::softmax_rows(X + lo * len, Y + lo * len, hi - lo, len);
+          });
+          return;
+        }
+      }
       ctx.parallel_for(g.outer, grain, [=](size_t lo, size_t hi) {
         std::vector<T> mx(inner), sum(inner);
         for (size_t o = lo; o < hi; ++o) {
