@@ -27,6 +27,8 @@ const std::vector<PassInfo>& all_passes() {
       {"conv-activation-fusion", 2, "Conv followed by an activation (also HardSwish and SiLU written out) rewritten to com.ophost::FusedConv (oneDNN post-op)"},
       {"layer-norm-fusion", 2, "LayerNormalization written out as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul/Add] "
                                "over trailing axes rewritten to com.ophost::LayerNormalization"},
+      {"gelu-fusion", 2, "GELU written out as Div/Erf/Add/Mul/Mul (or its tanh approximation with Pow/Tanh) "
+                         "rewritten to com.ophost::Gelu"},
       {"nchwc-layout", 3, "activations between convolutions stay channel-blocked (nChw8c/16c), reordered at the edges"},
   };
   return kPasses;
@@ -188,6 +190,7 @@ std::vector<PassResult> run_passes(Model& model, const PassOptions& options, con
   if (enabled("conv-add-fusion")) record(fuse_conv_add(model, hooks));
   if (enabled("conv-activation-fusion")) record(fuse_conv_activation(model, hooks));
   if (enabled("layer-norm-fusion")) record(fuse_layer_norm(model, hooks));
+  if (enabled("gelu-fusion")) record(fuse_gelu(model, hooks));
   if (enabled("nchwc-layout")) record(assign_nchwc_layout(model, hooks));
   // What the rewrites left unread (BatchNormalization parameters, inputs of folded nodes).
   if (enabled("dead-node-elimination")) {

@@ -21,6 +21,10 @@
 //                              Div, then Mul gamma and Add beta; PyTorch exports at opset < 17) rewritten to
 //                              com.ophost::LayerNormalization (LayerNormalization-17's kernel), over trailing
 //                              axes only, where a pack serves it (layer_norm_fusion.cpp)
+//      gelu-fusion             GELU written out (Div sqrt(2) or Mul 1/sqrt(2), Erf, Add 1, Mul x, Mul 0.5 in the
+//                              orders exporters use; also the tanh approximation: x^3, Mul 0.044715, Add x, Mul
+//                              sqrt(2/pi), Tanh, Add 1, ...) rewritten to com.ophost::Gelu (Gelu-20's kernel,
+//                              approximate "none" / "tanh"), where a pack serves it (gelu_fusion.cpp)
 //   3  conv-affine-folding     Conv -> Mul(per-channel constant) -> Add(per-channel constant) (how some
 //                              exporters write BatchNormalization) folded into Conv W/B
 //      pad-conv-folding        Pad (constant zeros, spatial axes, constant pads) read only by a Conv folded into
@@ -125,6 +129,7 @@ PassResult assign_nchwc_layout(Model& model, const PassHooks& hooks);
 PassResult fold_conv_affine(Model& model);
 PassResult fold_pad_into_conv(Model& model);
 PassResult fuse_layer_norm(Model& model, const PassHooks& hooks);
+PassResult fuse_gelu(Model& model, const PassHooks& hooks);
 
 // The FusedConv op the conv-activation fusion rewrites to.
 inline constexpr const char* kFusedDomain = "com.ophost";
@@ -134,5 +139,7 @@ inline constexpr const char* kLayoutReorder = "LayoutReorder";
 inline constexpr const char* kBlockedMaxPool = "BlockedMaxPool";
 // What layer-norm-fusion rewrites to (LayerNormalization-17's inputs and attributes, output Y only).
 inline constexpr const char* kLayerNormalization = "LayerNormalization";
+// What gelu-fusion rewrites to (Gelu-20's input, output and attribute approximate).
+inline constexpr const char* kGelu = "Gelu";
 
 }  // namespace ophost
