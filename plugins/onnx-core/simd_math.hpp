@@ -7,8 +7,8 @@
 //
 // Accuracy against the correctly rounded result (float32): exp 1 ULP (Highway), log and tanh 4 ULP (Highway),
 // sigmoid 4 ULP (built on exp), erf 3 ULP (x * P(x^2) below 0.921875, 1 - exp(Q(|x|)) above, fitted here
-// (tools/dev/fit_erf.py); +-1 from 3.92 on, where erf rounds to 1), gelu 8 ULP over the whole float range, the far
-// negative tail included (5 down to x = -10; through Phi(-|x|) = erfc(|x| / sqrt(2)) / 2 with its relative
+// (tools/dev/fit_erf.py); +-1 from 3.92 on, where erf rounds to 1), gelu 9 ULP over the whole float range, the far
+// negative tail included (5 down to x = -10, 8 with FMA; through Phi(-|x|) = erfc(|x| / sqrt(2)) / 2 with its relative
 // accuracy, fitted by tools/dev/fit_gelu.py, see GeluV), gelu_tanh 160 ULP (2 for x >= 0, 14 on [-3, 0]: the
 // rounding of its argument u, amplified |2u| times in the tail). Special values are those of std::exp and
 // friends: NaN stays NaN, exp(+inf) = inf, exp(-inf) = 0, log(0) = -inf, log(x < 0) = NaN, sigmoid(+-inf) = 1, 0,

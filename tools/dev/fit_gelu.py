@@ -39,9 +39,11 @@ def gelu32(x, g, tc):
     al = a - ah
     t = f32(1) / (f32(1) + f32(K) * a)
     w = t - f32(tc)
-    q = f32(g[-1])
-    for c in g[-2::-1]:
-        q = q * w + f32(c)
+    w2 = w * w
+    w4 = w2 * w2
+    pp = [f32(g[2 * k + 1]) * w + f32(g[2 * k]) for k in range(6)]  # Estrin's scheme, as the kernel
+    q01, q23, q45 = pp[1] * w2 + pp[0], pp[3] * w2 + pp[2], pp[5] * w2 + pp[4]
+    q = (q45 * w4 + q23) * w4 + q01
     hi = f32(-0.5) * ah * ah
     lo = f32(-0.5) * al * (a + ah) + q
     s = hi + lo
