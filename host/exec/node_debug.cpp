@@ -129,6 +129,7 @@ std::string node_created_by(const PreparedNode& pn) {
   if (n.domain == kFusedDomain && (n.op_type == kLayoutReorder || n.op_type == kBlockedMaxPool)) return "nchwc-layout";
   if (n.domain == kFusedDomain && n.op_type == kLayerNormalization) return "layer-norm-fusion";
   if (n.domain == kFusedDomain && n.op_type == kFusedMatMul) return "matmul-bias-fusion";
+  if (n.domain == kFusedDomain && n.op_type == kGelu) return "gelu-fusion";
   return {};
 }
 

@@ -115,6 +115,13 @@ inline void rename_value(Model& m, const std::string& from, const std::string& t
   }
 }
 
+// The name of the node a fusion writes, from the name of the chain's node `from` (PyTorch's module path kept):
+// "/enc/layers.0/norm1/ReduceMean", "LayerNormalization" -> "/enc/layers.0/norm1/LayerNormalization".
+inline std::string fused_node_name(const std::string& from, const std::string& op) {
+  const size_t slash = from.rfind('/');
+  return slash == std::string::npos ? from + "_" + op : from.substr(0, slash + 1) + op;
+}
+
 // Removes the nodes at the indices in `removed` (and clears it).
 inline void erase_nodes(Model& m, std::set<size_t>& removed) {
   if (removed.empty()) return;

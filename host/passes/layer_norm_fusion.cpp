@@ -66,12 +66,6 @@ bool fits_normalized_dims(const Tensor* t, const std::vector<int64_t>& x_dims, s
   return s.size() == norm_dims && std::equal(s.begin(), s.end(), x_dims.end() - static_cast<std::ptrdiff_t>(norm_dims));
 }
 
-// "/enc/layers.0/norm1/ReduceMean" -> "/enc/layers.0/norm1/LayerNormalization" (PyTorch's module path kept).
-std::string fused_name(const std::string& first) {
-  const size_t slash = first.rfind('/');
-  return slash == std::string::npos ? first + "_LayerNormalization" : first.substr(0, slash + 1) + "LayerNormalization";
-}
-
 struct Chain {
   std::vector<size_t> nodes;  // indices, in graph order of the pattern: ReduceMean, Sub, Pow, ..., Div[, Mul][, Add]
   std::string x, scale, bias, y;
@@ -235,7 +229,7 @@ PassResult fuse_layer_norm(Model& m, const PassHooks& hooks) {
       m.initializers.back().second.data_as<float>()[0] = 1.0f;
     }
     Node fused;
-    fused.name = passes::fused_name(m.nodes[c->nodes[0]].name);
+    fused.name = passes::fused_node_name(m.nodes[c->nodes[0]].name, kLayerNormalization);
     fused.domain = kFusedDomain;
     fused.op_type = kLayerNormalization;
     fused.inputs = {c->x, scale};

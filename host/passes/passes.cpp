@@ -29,6 +29,8 @@ const std::vector<PassInfo>& all_passes() {
                                "over trailing axes rewritten to com.ophost::LayerNormalization"},
       {"matmul-bias-fusion", 2, "MatMul by constant 2-D weights followed by Add of a constant 1-D bias rewritten to "
                                 "com.ophost::FusedMatMul"},
+      {"gelu-fusion", 2, "GELU written out as Div/Erf/Add/Mul/Mul (or its tanh approximation with Pow/Tanh) "
+                         "rewritten to com.ophost::Gelu"},
       {"nchwc-layout", 3, "activations between convolutions stay channel-blocked (nChw8c/16c), reordered at the edges"},
   };
   return kPasses;
@@ -191,6 +193,7 @@ std::vector<PassResult> run_passes(Model& model, const PassOptions& options, con
   if (enabled("conv-activation-fusion")) record(fuse_conv_activation(model, hooks));
   if (enabled("layer-norm-fusion")) record(fuse_layer_norm(model, hooks));
   if (enabled("matmul-bias-fusion")) record(fuse_matmul_bias(model, hooks));
+  if (enabled("gelu-fusion")) record(fuse_gelu(model, hooks));
   if (enabled("nchwc-layout")) record(assign_nchwc_layout(model, hooks));
   // What the rewrites left unread (BatchNormalization parameters, inputs of folded nodes).
   if (enabled("dead-node-elimination")) {

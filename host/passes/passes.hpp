@@ -21,6 +21,10 @@
 //                              Div, then Mul gamma and Add beta; PyTorch exports at opset < 17) rewritten to
 //                              com.ophost::LayerNormalization (LayerNormalization-17's kernel), over trailing
 //                              axes only, where a pack serves it (layer_norm_fusion.cpp)
+//      gelu-fusion             GELU written out (Div sqrt(2) or Mul 1/sqrt(2), Erf, Add 1, Mul x, Mul 0.5 in the
+//                              orders exporters use; also the tanh approximation: x^3, Mul 0.044715, Add x, Mul
+//                              sqrt(2/pi), Tanh, Add 1, ...) rewritten to com.ophost::Gelu (Gelu-20's kernel,
+//                              approximate "none" / "tanh"), where a pack serves it (gelu_fusion.cpp)
 //   3  conv-affine-folding     Conv -> Mul(per-channel constant) -> Add(per-channel constant) (how some
 //                              exporters write BatchNormalization) folded into Conv W/B
 //      pad-conv-folding        Pad (constant zeros, spatial axes, constant pads) read only by a Conv folded into
@@ -135,6 +139,7 @@ PassResult fold_conv_affine(Model& model);
 PassResult fold_pad_into_conv(Model& model);
 PassResult fuse_layer_norm(Model& model, const PassHooks& hooks);
 PassResult fuse_matmul_bias(Model& model, const PassHooks& hooks);
+PassResult fuse_gelu(Model& model, const PassHooks& hooks);
 
 // The FusedConv op the conv-activation fusion rewrites to.
 inline constexpr const char* kFusedDomain = "com.ophost";
@@ -146,5 +151,7 @@ inline constexpr const char* kBlockedMaxPool = "BlockedMaxPool";
 inline constexpr const char* kLayerNormalization = "LayerNormalization";
 // What matmul-bias-fusion rewrites to: MatMul(A, W) + Bias over the last dim.
 inline constexpr const char* kFusedMatMul = "FusedMatMul";
+// What gelu-fusion rewrites to (Gelu-20's input, output and attribute approximate).
+inline constexpr const char* kGelu = "Gelu";
 
 }  // namespace ophost

@@ -61,6 +61,21 @@ T sign_of(T v) {
   } else return v > 0 ? T(1) : (v < 0 ? T(-1) : T(0));
 }
 
+// Gelu's approximate attribute: true for "tanh", false for "none"; anything else fails.
+bool gelu_tanh_attr(const std::string& a) {
+  if (a != "none" && a != "tanh") fail("Gelu: approximate must be \"none\" or \"tanh\", got \"" + a + "\"");
+  return a == "tanh";
+}
+
+// Gelu in double: x * Phi(x) with Phi(x) = erfc(-x / sqrt(2)) / 2 (no cancellation for x < 0), or for "tanh"
+// x * sigmoid(2u) = 0.5 x (1 + tanh(u)); gelu(-inf) = -0, the limit (the formulas would give -inf * 0).
+double gelu_ref(double x, bool tanh_approx) {
+  if (std::isinf(x)) return x > 0 ? x : -0.0;
+  if (!tanh_approx) return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+  const double u2 = 2 * std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
+  return u2 >= 0 ? x / (1 + std::exp(-u2)) : x * std::exp(u2) / (1 + std::exp(u2));
+}
+
 // ----- variadic Min/Max/Sum/Mean -----
 
 enum class VarKind { kMin, kMax, kSum, kMean };
@@ -295,40 +310,40 @@ void register_math(oph::Pack& pack) {
     double sp = x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
     return x * std::tanh(sp);
   });
-  // Gelu (opset 20): approximate = "none" (erf) or "tanh".
-  {
-    oph::OpBuilder& b = pack.op(kDomain, "Gelu")
-                            .versions(20, OPH_OPSET_MAX)
-                            .doc("Y = 0.5 * X * (1 + erf(X / sqrt(2))) (or the tanh approximation)")
-                            .input("X", "T")
-                            .output("Y", "T")
-                            .attr("approximate", std::string("none"))
-                            .infer([](oph::InferContext& c) {
-                              std::string a = c.attr<std::string>("approximate");
-                              if (a != "none" && a != "tanh")
-                                fail("Gelu: approximate must be \"none\" or \"tanh\", got \"" + a + "\"");
-                              oph::same_as_input(0)(c);
-                            })
-                            .compute([](oph::KernelContext& ctx) {
-                              oph::TensorRef x = input(ctx, 0, "Gelu");
-                              oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "Gelu");
-                              if (!y.present()) return;
-                              std::string a = ctx.attr<std::string>("approximate");
-                              if (a != "none" && a != "tanh")
-                                fail("Gelu: approximate must be \"none\" or \"tanh\", got \"" + a + "\"");
-                              const bool tanh_approx = a == "tanh";
-                              dispatch_float(x.dtype(), "Gelu", [&]<class T>(std::type_identity<T>) {
-                                unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
-                                            [tanh_approx](T v) {
-                                              double d = v;
-                                              if (tanh_approx)
-                                                return static_cast<T>(0.5 * d *
-                                                    (1 + std::tanh(std::sqrt(2 / M_PI) * (d + 0.044715 * d * d * d))));
-                                              return static_cast<T>(0.5 * d * (1 + std::erf(d / std::sqrt(2.0))));
-                                            });
-                              });
-                            })
-                            .may_inplace(0, 0);
+  // Gelu-20 (approximate = "none": x * Phi(x), or "tanh"), and the same kernel as com.ophost::Gelu, written by the
+  // host's gelu-fusion pass where an exporter wrote the op out (Div sqrt2, Erf, Add 1, Mul x, Mul 0.5; or the tanh
+  // form). float32 through simd_math (one pass); float64 by the same formulas in double.
+  for (bool fused : {false, true}) {
+    oph::OpBuilder& b =
+        pack.op(fused ? "com.ophost" : kDomain, "Gelu")
+            .versions(fused ? 1 : 20, OPH_OPSET_MAX)
+            .doc(fused ? "Gelu-20, written by the host's gelu-fusion pass for the chain Div sqrt(2) (or Mul 1/sqrt(2)), "
+                         "Erf, Add 1, Mul x, Mul 0.5 (approximate \"tanh\": Pow 3, Mul 0.044715, Add x, Mul sqrt(2/pi), "
+                         "Tanh, Add 1, Mul x, Mul 0.5)"
+                       : "Y = 0.5 * X * (1 + erf(X / sqrt(2))) (or the tanh approximation)")
+            .input("X", "T")
+            .output("Y", "T")
+            .attr("approximate", std::string("none"))
+            .infer([](oph::InferContext& c) {
+              gelu_tanh_attr(c.attr<std::string>("approximate"));
+              oph::same_as_input(0)(c);
+            })
+            .compute([](oph::KernelContext& ctx) {
+              oph::TensorRef x = input(ctx, 0, "Gelu");
+              oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "Gelu");
+              if (!y.present()) return;
+              const bool tanh_approx = gelu_tanh_attr(ctx.attr<std::string>("approximate"));
+              if (x.dtype() == f32) {
+                unary_apply_f32(ctx, x, y, tanh_approx ? simd_math::gelu_tanh : simd_math::gelu);
+                return;
+              }
+              dispatch_float(x.dtype(), "Gelu", [&]<class T>(std::type_identity<T>) {
+                unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
+                            [tanh_approx](T v) { return static_cast<T>(gelu_ref(static_cast<double>(v), tanh_approx)); });
+              });
+            })
+            .may_inplace(0, 0);
+    if (fused) b.flags(OPH_OP_FLAG_ALLOW_FUSION);
     add_types(b, "T", kFloat);
   }
   // IsNaN 9+, IsInf 10+ (detect_negative, detect_positive): bool outputs.

@@ -104,6 +104,59 @@ HWY_INLINE V ErfV(D d, V x) {
   return KeepNaN(d, x, hn::IfThenElse(hn::Lt(a, hn::Set(d, 0.921875f)), small, large));
 }
 
+// gelu(x) = x * Phi(x) (Phi the standard normal CDF = 0.5 * (1 + erf(x / sqrt(2)))), through c = Phi(-|x|) =
+// 0.5 * erfc(|x| / sqrt(2)) with its relative accuracy kept down to the underflow (1 + erf(x / sqrt(2)), as the
+// written-out graph computes it, loses it all below x = -3): c = t * exp(-a^2 / 2 + G(t - TC)), t = 1 / (1 + a / 2),
+// a = min(|x|, 14.5) (x * c underflows to -0 from 14.37 on; so gelu(-inf) = -0). G is a least-squares fit made by
+// tools/dev/fit_gelu.py; -a^2 / 2 is exact (a split into two halves of 12 significant bits) and the rounding of
+// its sum with G is carried into exp's result (TwoSum), so that the large exponent does not amplify it.
+template <class D, class V>
+HWY_INLINE V GeluV(D d, V x) {
+  const hn::RebindToUnsigned<D> du;
+  const V one = hn::Set(d, 1.0f);
+  const V half = hn::Set(d, -0.5f);
+  const V a = hn::Min(hn::Abs(x), hn::Set(d, 14.5f));
+  const V ah = hn::BitCast(d, hn::And(hn::BitCast(du, a), hn::Set(du, 0xFFFFF000u)));
+  const V al = hn::Sub(a, ah);
+  const V t = hn::Div(one, hn::MulAdd(hn::Set(d, 0.5f), a, one));
+  const V w = hn::Sub(t, hn::Set(d, 0.560606062412262f));
+  // G by Estrin's scheme (a shorter dependency chain than Horner's: the kernel is latency-bound otherwise).
+  const V w2 = hn::Mul(w, w);
+  const V w4 = hn::Mul(w2, w2);
+  const V p0 = hn::MulAdd(hn::Set(d, 0.944743275642395f), w, hn::Set(d, -1.0315107107162476f));
+  const V p1 = hn::MulAdd(hn::Set(d, -0.2054920494556427f), w, hn::Set(d, -0.3592144846916199f));
+  const V p2 = hn::MulAdd(hn::Set(d, -0.07760954648256302f), w, hn::Set(d, 0.3274137079715729f));
+  const V p3 = hn::MulAdd(hn::Set(d, 0.31586605310440063f), w, hn::Set(d, -0.2401755005121231f));
+  const V p4 = hn::MulAdd(hn::Set(d, -0.34482505917549133f), w, hn::Set(d, -0.019386695697903633f));
+  const V p5 = hn::MulAdd(hn::Set(d, 0.12425112724304199f), w, hn::Set(d, 0.19851678609848022f));
+  const V q01 = hn::MulAdd(p1, w2, p0);
+  const V q23 = hn::MulAdd(p3, w2, p2);
+  const V q45 = hn::MulAdd(p5, w2, p4);
+  const V q = hn::MulAdd(hn::MulAdd(q45, w4, q23), w4, q01);
+  const V hi = hn::Mul(hn::Mul(half, ah), ah);  // exact
+  const V lo = hn::MulAdd(hn::Mul(half, al), hn::Add(a, ah), q);
+  const V s = hn::Add(hi, lo);
+  const V bb = hn::Sub(s, hi);
+  const V err = hn::Add(hn::Sub(hi, hn::Sub(s, bb)), hn::Sub(lo, bb));
+  const V e = hn::Exp(d, s);  // s in [-106, -0.69]: 0 below -104
+  const V c = hn::Mul(t, hn::MulAdd(e, err, e));
+  const V neg = hn::Neg(hn::Mul(a, c));
+  const V pos = hn::Mul(x, hn::Sub(one, c));
+  return KeepNaN(d, x, hn::IfThenElse(hn::Lt(x, hn::Zero(d)), neg, pos));
+}
+
+// The tanh approximation 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3), as x * sigmoid(2u) (the same
+// function without the cancellation of 1 + tanh(u) for x < 0). x is raised to -12 inside the sigmoid's argument
+// and as the factor (the result underflows to -0 from -10.9 on), so that gelu(-inf) = -0 rather than -inf * 0.
+template <class D, class V>
+HWY_INLINE V GeluTanhV(D d, V x) {
+  const V xc = hn::Max(x, hn::Set(d, -12.0f));
+  const V x2 = hn::Mul(xc, xc);
+  const V u2 = hn::Mul(hn::Mul(xc, hn::Set(d, 1.5957691216057308f)),  // 2 sqrt(2 / pi)
+                       hn::MulAdd(x2, hn::Set(d, 0.044715f), hn::Set(d, 1.0f)));
+  return KeepNaN(d, x, hn::Mul(xc, SigmoidV(d, u2)));
+}
+
 void SigmoidImpl(const float* x, float* y, size_t n) {
   Apply(x, y, n, [](auto d, auto v) { return SigmoidV(d, v); });
 }
@@ -118,6 +171,12 @@ void LogImpl(const float* x, float* y, size_t n) {
 }
 void ErfImpl(const float* x, float* y, size_t n) {
   Apply(x, y, n, [](auto d, auto v) { return ErfV(d, v); });
+}
+void GeluImpl(const float* x, float* y, size_t n) {
+  Apply(x, y, n, [](auto d, auto v) { return GeluV(d, v); });
+}
+void GeluTanhImpl(const float* x, float* y, size_t n) {
+  Apply(x, y, n, [](auto d, auto v) { return GeluTanhV(d, v); });
 }
 
 float ExpShiftedSumImpl(const float* x, float* y, size_t n, float shift) {
@@ -177,6 +236,8 @@ HWY_EXPORT(TanhImpl);
 HWY_EXPORT(ExpImpl);
 HWY_EXPORT(LogImpl);
 HWY_EXPORT(ErfImpl);
+HWY_EXPORT(GeluImpl);
+HWY_EXPORT(GeluTanhImpl);
 HWY_EXPORT(ExpShiftedSumImpl);
 
 // The unary entry points: cap the targets (once), then call the best compiled target.
@@ -190,6 +251,8 @@ ONNX_CORE_SIMD_UNARY(tanh, TanhImpl)
 ONNX_CORE_SIMD_UNARY(exp, ExpImpl)
 ONNX_CORE_SIMD_UNARY(log, LogImpl)
 ONNX_CORE_SIMD_UNARY(erf, ErfImpl)
+ONNX_CORE_SIMD_UNARY(gelu, GeluImpl)
+ONNX_CORE_SIMD_UNARY(gelu_tanh, GeluTanhImpl)
 #undef ONNX_CORE_SIMD_UNARY
 
 float exp_shifted_sum(const float* x, float* y, size_t n, float shift) {

@@ -1,13 +1,18 @@
 // onnx-core: float32 elementwise math vectorised with Highway and dispatched at run time to the best target the
 // CPU offers (AVX-512, AVX2, SSE4, ...), capped at oneDNN's effective ISA like rnn_simd.hpp (so
-// ONEDNN_MAX_CPU_ISA=AVX2 caps these loops too). Used by the float32 paths of Sigmoid, Tanh, Exp, Log, Erf and
-// Softmax; other dtypes keep the scalar loops. tests/data/onnx_core/check_simd_math.py checks the bounds below
-// (and the special values) at every ISA level, through `ophost run`.
+// ONEDNN_MAX_CPU_ISA=AVX2 caps these loops too). Used by the float32 paths of Sigmoid, Tanh, Exp, Log, Erf, Gelu
+// (and com.ophost::Gelu, what the gelu-fusion pass writes) and Softmax; other dtypes keep the scalar loops.
+// tests/data/onnx_core/check_simd_math.py checks the bounds below (and the special values) at every ISA level,
+// through `ophost run`.
 //
 // Accuracy against the correctly rounded result (float32): exp 1 ULP (Highway), log and tanh 4 ULP (Highway),
 // sigmoid 4 ULP (built on exp), erf 3 ULP (x * P(x^2) below 0.921875, 1 - exp(Q(|x|)) above, fitted here
-// (tools/dev/fit_erf.py); +-1 from 3.92 on, where erf rounds to 1). Special values are those of std::exp and
-// friends: NaN stays NaN, exp(+inf) = inf, exp(-inf) = 0, log(0) = -inf, log(x < 0) = NaN, sigmoid(+-inf) = 1, 0.
+// (tools/dev/fit_erf.py); +-1 from 3.92 on, where erf rounds to 1), gelu 9 ULP over the whole float range, the far
+// negative tail included (5 down to x = -10, 8 with FMA; through Phi(-|x|) = erfc(|x| / sqrt(2)) / 2 with its relative
+// accuracy, fitted by tools/dev/fit_gelu.py, see GeluV), gelu_tanh 160 ULP (2 for x >= 0, 14 on [-3, 0]: the
+// rounding of its argument u, amplified |2u| times in the tail). Special values are those of std::exp and
+// friends: NaN stays NaN, exp(+inf) = inf, exp(-inf) = 0, log(0) = -inf, log(x < 0) = NaN, sigmoid(+-inf) = 1, 0,
+// gelu(+inf) = +inf, gelu(-inf) = -0 (the limits; the written-out formula would give -inf * 0 = NaN).
 //
 // Each function reads x[0, n) and writes y[0, n); x == y is allowed (in place), partial overlap is not.
 #pragma once
@@ -21,6 +26,10 @@ void tanh(const float* x, float* y, size_t n);
 void exp(const float* x, float* y, size_t n);
 void log(const float* x, float* y, size_t n);
 void erf(const float* x, float* y, size_t n);
+// y = x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))) (ONNX Gelu, approximate "none").
+void gelu(const float* x, float* y, size_t n);
+// y = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (ONNX Gelu, approximate "tanh").
+void gelu_tanh(const float* x, float* y, size_t n);
 // y = exp(x - shift); returns the sum of y (Softmax's denominator).
 float exp_shifted_sum(const float* x, float* y, size_t n, float shift);
 // Softmax over each of `rows` contiguous rows of `len` values (x == y allowed).

@@ -132,6 +132,9 @@ TEST(CliHelp, DisablePassListsEveryPassOfTheHostsTable) {
   EXPECT_NE(std::find_if(passes.begin(), passes.end(), [](const GraphPassInfo& p) {
               return p.name == "layer-norm-fusion" && p.level == 2;
             }), passes.end());
+  EXPECT_NE(std::find_if(passes.begin(), passes.end(), [](const GraphPassInfo& p) {
+              return p.name == "gelu-fusion" && p.level == 2;
+            }), passes.end());
 }
 
 }  // namespace

@@ -71,6 +71,9 @@ INSTANTIATE_TEST_SUITE_P(
         FusionCase{"layer_norm_decomposed_opset14", {"layer-norm-fusion"}, "com.ophost::LayerNormalization", 1, 9},
         FusionCase{"layer_norm_decomposed_2axes_opset18", {"layer-norm-fusion"}, "com.ophost::LayerNormalization", 1,
                    9},
+        // Add bias, Gelu, MatMul; unfused: Div, Erf, Add, Mul, Mul (erf) or Mul, Pow, Mul, Add, Mul, Tanh, Add, Mul.
+        FusionCase{"gelu_decomposed_erf_opset14", {"gelu-fusion"}, "com.ophost::Gelu", 3, 7},
+        FusionCase{"gelu_decomposed_tanh_opset14", {"gelu-fusion"}, "com.ophost::Gelu", 3, 10},
         // The two Convs exchange a channel-blocked value (nchwc-layout), X and y stay plain: two nodes in all.
         FusionCase{"fused_conv_silu", {"conv-activation-fusion", "nchwc-layout"}, "com.ophost::FusedConv", 2, 6}),
     [](const ::testing::TestParamInfo<FusionCase>& i) { return std::string(i.param.model); });

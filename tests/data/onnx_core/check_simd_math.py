@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Accuracy of onnx-core's vectorised float32 math (plugins/onnx-core/simd_math.hpp) through `ophost run`.
 
-For Sigmoid, Tanh, Exp, Log, Erf, Softmax and Pow(x, 2) it runs a one-node model on a sweep of float32 inputs
+For Sigmoid, Tanh, Exp, Log, Erf, Gelu (approximate "none" and "tanh"), Softmax and Pow(x, 2) it runs a one-node model on a sweep of float32 inputs
 (every power-of-two range from subnormals to the overflow edges, random values, +-0, +-inf, NaN, the overflow and
 underflow thresholds) and compares each output with the float64 result rounded to float32:
   - finite results: error in ULPs of the float32 reference, at most the bound below (the header's figures);
-  - special values exactly: NaN stays NaN, infinities and signed zeros as std::exp/std::log/... give them.
+  - special values exactly: NaN stays NaN, infinities and signed zeros as std::exp/std::log/... give them (Gelu:
+    the limits, gelu(+inf) = +inf, gelu(-inf) = -0).
 Run it under ONEDNN_MAX_CPU_ISA=AVX2 / SSE41 to check the lower Highway targets (the kernels follow oneDNN's cap).
 
   /usr/bin/python3 check_simd_math.py OPHOST      # exit 1 on any failure; prints the max ULP error per op
@@ -22,7 +23,12 @@ import onnx
 from onnx import TensorProto, helper
 
 # Max error in ULPs of the float32 reference (measured: see simd_math.hpp; a change that worsens one fails here).
-BOUNDS = {"Sigmoid": 4, "Tanh": 4, "Exp": 1, "Log": 4, "Erf": 3, "Pow2": 0}
+BOUNDS = {"Sigmoid": 4, "Tanh": 4, "Exp": 1, "Log": 4, "Erf": 3, "Gelu": 9, "GeluTanh": 160, "Pow2": 0}
+# Gelu over the whole range, its far negative tail (x * Phi(x) down to the underflow at x = -14.37) included,
+# against x * erfc(-x / sqrt(2)) / 2: 5 ULP down to -10, 8 (9 on SSE4, without FMA) where the results near the
+# subnormals. GeluTanh: the
+# float32 rounding of u = sqrt(2/pi) (x + 0.044715 x^3) is amplified |2u| times by sigmoid(2u)'s tail (14 ULP on
+# [-3, 0], 155 around x = -9.7; 2 ULP for x >= 0).
 
 
 def sweep():
@@ -35,9 +41,10 @@ def sweep():
                            rng.uniform(-110, 110, 20000).astype(np.float32),
                            rng.standard_normal(20000).astype(np.float32) * 3,
                            np.linspace(-5, 5, 20011, dtype=np.float32),
+                           rng.uniform(-16, 16, 20000).astype(np.float32),  # Gelu's tail, to its underflow
                            np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 88.72283935546875, 88.7228469848632,
                                      -87.33654, -103.97208, -104.0, -150.0, 0.921875, -0.921875, 3.92, 3.9199998,
-                                     1e-38, -1e-38, 1.17549435e-38], np.float32)])
+                                     1e-38, -1e-38, 1.17549435e-38, -14.37, -14.5, -10.9, 14.5], np.float32)])
     return vals.astype(np.float32)
 
 
@@ -56,6 +63,14 @@ def reference(op, x):
             return np.array([math.erf(v) if np.isfinite(v) else (np.sign(v) if np.isinf(v) else v) for v in xd])
         if op == "Pow2":
             return xd * xd
+        if op == "Gelu":
+            g = np.array([0.5 * v * math.erfc(-v / math.sqrt(2)) if np.isfinite(v) else v for v in xd])
+            return np.where(xd == -np.inf, -0.0, g)
+        if op == "GeluTanh":  # 0.5 x (1 + tanh(u)) as x * sigmoid(2u), without the cancellation for x < 0
+            u2 = 2 * math.sqrt(2 / math.pi) * (xd + 0.044715 * xd ** 3)
+            e = np.exp(-np.abs(u2))
+            g = xd * np.where(u2 >= 0, 1 / (1 + e), e / (1 + e))
+            return np.where(xd == -np.inf, -0.0, np.where(xd == np.inf, np.inf, g))
     raise ValueError(op)
 
 
@@ -84,15 +99,19 @@ def run(ophost, model, feeds, tmp):
 
 
 def unary_model(op, n, path):
+    opset = 13
+    inits = []
     if op == "Pow2":
         node = helper.make_node("Pow", ["x", "two"], ["y"])
         inits = [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])]
+    elif op.startswith("Gelu"):
+        node = helper.make_node("Gelu", ["x"], ["y"], approximate="tanh" if op == "GeluTanh" else "none")
+        opset = 20
     else:
         node = helper.make_node(op, ["x"], ["y"])
-        inits = []
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])], inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
 
 
 def check_unary(ophost, op, x, tmp):
@@ -111,6 +130,10 @@ def check_unary(ophost, op, x, tmp):
     if np.any(got[inf] != ref[inf]):
         i = np.flatnonzero(inf)[np.flatnonzero(got[inf] != ref[inf])[0]]
         problems.append("infinity mismatch at x=%r: got %r, expected %r" % (x[i], got[i], ref[i]))
+    zero = ref == 0
+    if np.any(np.signbit(got[zero]) != np.signbit(ref[zero])):
+        i = np.flatnonzero(zero)[np.flatnonzero(np.signbit(got[zero]) != np.signbit(ref[zero]))[0]]
+        problems.append("signed zero mismatch at x=%r: got %r, expected %r" % (x[i], got[i], ref[i]))
     worst = float(errs.max()) if errs.size else 0.0
     if worst > BOUNDS[op]:
         fin = np.flatnonzero(np.isfinite(ref) & np.isfinite(got))
@@ -145,7 +168,7 @@ def main():
     x = sweep()
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for op in ("Sigmoid", "Tanh", "Exp", "Log", "Erf", "Pow2"):
+        for op in ("Sigmoid", "Tanh", "Exp", "Log", "Erf", "Gelu", "GeluTanh", "Pow2"):
             worst, problems = check_unary(ophost, op, x, tmp)
             print("%s %-8s max %.2f ULP over %d inputs%s" % ("ok  " if not problems else "FAIL", op, worst, x.size,
                                                              "".join("\n     " + p for p in problems)))

@@ -3,9 +3,15 @@ write out that the host rewrites to one node, each with a float64 numpy referenc
 
   layer_norm_decomposed_*   PyTorch's nn.LayerNorm at opset < 17: ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
                             Sqrt, Div, Mul gamma, Add beta (layer-norm-fusion -> com.ophost::LayerNormalization)
+  gelu_decomposed_*         GELU written out (gelu-fusion -> com.ophost::Gelu): erf_opset14 as PyTorch's nn.GELU
+                            writes it (Div sqrt2, Erf, Add 1, Mul x, Mul 0.5), tanh_opset14 as Hugging Face's
+                            gelu_new does (Mul x 0.5 first, Pow 3, Mul 0.044715, Add x, Mul sqrt(2/pi), Tanh, Add 1,
+                            Mul), both read by a MatMul (as in a transformer's MLP) so that x has other readers
   fused_conv_silu           Conv, then Mul(c, Sigmoid(c)) (conv-activation-fusion -> FusedConv Swish); "conv" in
                             the name, so the AVX2 conv run checks it too
 """
+import math
+
 import numpy as np
 from onnx import TensorProto, helper
 
@@ -60,6 +66,42 @@ def layer_norm_case(name, shape, axes, opset, seed):
     return (name, _model(name, nodes, x, ref, consts, opset), [("X", x)], ref, ("gamma", "beta", "axes"))
 
 
+def gelu_case(name, tanh, seed):
+    """GELU on a [2, 7, 40] tensor of values from -12 to 12 (the far negative tail included), then a MatMul by W
+    reading it; x (the output of an Add of a bias, as after a Linear) is also read by the chain's first nodes."""
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.standard_normal((2, 7, 20)) * 2, rng.uniform(-12, 12, (2, 7, 20))], axis=-1).astype(np.float32)
+    bias = (rng.standard_normal(40) * 0.1).astype(np.float32)
+    w = (rng.standard_normal((40, 6)) * 0.3).astype(np.float32)
+    xd = x.astype(np.float64) + bias
+    if tanh:
+        u2 = 2 * math.sqrt(2 / math.pi) * (xd + 0.044715 * xd ** 3)
+        g = xd * np.where(u2 >= 0, 1 / (1 + np.exp(-np.abs(u2))), np.exp(-np.abs(u2)) / (1 + np.exp(-np.abs(u2))))
+    else:
+        g = 0.5 * xd * np.vectorize(math.erfc)(-xd / math.sqrt(2))
+    ref = g @ w
+    c = lambda n, v: helper.make_node("Constant", [], [n], value=_const(n + "_v", np.float32(v)))
+    nodes = [helper.make_node("Add", ["X", "bias"], ["x"])]
+    if tanh:
+        nodes += [c("half", 0.5), helper.make_node("Mul", ["x", "half"], ["h"]),
+                  c("three", 3.0), helper.make_node("Pow", ["x", "three"], ["p"]),
+                  c("coef", 0.044715), helper.make_node("Mul", ["p", "coef"], ["q"]),
+                  helper.make_node("Add", ["x", "q"], ["s"]),
+                  c("k", math.sqrt(2 / math.pi)), helper.make_node("Mul", ["s", "k"], ["u"]),
+                  helper.make_node("Tanh", ["u"], ["e"]),
+                  c("one", 1.0), helper.make_node("Add", ["e", "one"], ["a"]),
+                  helper.make_node("Mul", ["h", "a"], ["g"])]
+    else:
+        nodes += [c("sqrt2", math.sqrt(2)), helper.make_node("Div", ["x", "sqrt2"], ["d"]),
+                  helper.make_node("Erf", ["d"], ["e"]),
+                  c("one", 1.0), helper.make_node("Add", ["e", "one"], ["a"]),
+                  helper.make_node("Mul", ["x", "a"], ["m"]),
+                  c("half", 0.5), helper.make_node("Mul", ["m", "half"], ["g"])]
+    nodes.append(helper.make_node("MatMul", ["g", "W"], ["y"]))
+    return (name, _model(name, nodes, x, ref, [_const("bias", bias), _const("W", w)], 14), [("X", x)], ref,
+            ("bias", "W"))
+
+
 def conv_silu_case(conv_ref):
     """A 3x3 Conv with 24 output channels (blocked between convolutions by nchwc-layout: 8- and 16-channel
     blocks), SiLU written out, then a pointwise Conv reading it and SiLU again."""
@@ -86,4 +128,6 @@ def conv_silu_case(conv_ref):
 def cases(conv_ref):
     return [layer_norm_case("layer_norm_decomposed_opset14", (2, 7, 48), [-1], 14, 31),
             layer_norm_case("layer_norm_decomposed_2axes_opset18", (3, 5, 20), [1, 2], 18, 32),
+            gelu_case("gelu_decomposed_erf_opset14", False, 41),
+            gelu_case("gelu_decomposed_tanh_opset14", True, 42),
             conv_silu_case(conv_ref)]
