@@ -7,9 +7,9 @@
 //
 // Accuracy against the correctly rounded result (float32): exp 1 ULP (Highway), log and tanh 4 ULP (Highway),
 // sigmoid 4 ULP (built on exp), erf 3 ULP (x * P(x^2) below 0.921875, 1 - exp(Q(|x|)) above, fitted here
-// (tools/dev/fit_erf.py); +-1 from 3.92 on, where erf rounds to 1), gelu 9 ULP over the whole float range, the far
-// negative tail included (5 down to x = -10, 8 with FMA; through Phi(-|x|) = erfc(|x| / sqrt(2)) / 2 with its relative
-// accuracy, fitted by tools/dev/fit_gelu.py, see GeluV), gelu_tanh 160 ULP (2 for x >= 0, 14 on [-3, 0]: the
+// (tools/dev/fit_erf.py); +-1 from 3.92 on, where erf rounds to 1), gelu 2 units of max(ULP(result), ULP(1) * |x| / 2)
+// (Gelu-20's formula 0.5 x (1 + erf(x / sqrt(2))) as written, as ONNX Runtime computes it: 1 + erf cancels below
+// x = -1, see GeluV), gelu_tanh 160 ULP (2 for x >= 0, 14 on [-3, 0]: the
 // rounding of its argument u, amplified |2u| times in the tail). Special values are those of std::exp and
 // friends: NaN stays NaN, exp(+inf) = inf, exp(-inf) = 0, log(0) = -inf, log(x < 0) = NaN, sigmoid(+-inf) = 1, 0,
 // gelu(+inf) = +inf, gelu(-inf) = -0 (the limits; the written-out formula would give -inf * 0 = NaN).
