@@ -21,6 +21,8 @@ const std::vector<PassInfo>& all_passes() {
       {"dead-node-elimination", 1, "nodes whose outputs reach no graph output removed, unread initializers dropped"},
       {"constant-folding", 1, "nodes with only constant inputs run once at load; their outputs become constants"},
       {"conv-bn-folding", 2, "Conv followed by BatchNormalization folded into the Conv's weights and bias"},
+      {"batchnorm-as-conv", 3, "BatchNormalization left over (no Conv before it) rewritten to a 1x1 depthwise Conv, "
+                               "so activation fusion and the blocked layouts take it"},
       {"conv-affine-folding", 3, "Conv followed by per-channel constant Mul/Add folded into the Conv's weights and bias"},
       {"pad-conv-folding", 3, "zero Pad on spatial axes read only by a Conv folded into the Conv's pads"},
       {"conv-add-fusion", 2, "Conv followed by Add of a same-shape tensor rewritten to com.ophost::FusedConv with input Z"},
@@ -187,6 +189,7 @@ std::vector<PassResult> run_passes(Model& model, const PassOptions& options, con
   if (enabled("dead-node-elimination")) record(eliminate_dead_nodes(model));
   if (enabled("constant-folding")) record(fold_constants(model, hooks, options.fold_size_cap, options.fold_extra_budget));
   if (enabled("conv-bn-folding")) record(fold_conv_batchnorm(model));
+  if (enabled("batchnorm-as-conv")) record(convert_batchnorm_to_conv(model, hooks));
   if (enabled("conv-affine-folding")) record(fold_conv_affine(model));
   if (enabled("pad-conv-folding")) record(fold_pad_into_conv(model));
   if (enabled("conv-add-fusion")) record(fuse_conv_add(model, hooks));

@@ -139,6 +139,7 @@ PassResult fold_conv_affine(Model& model);
 PassResult fold_pad_into_conv(Model& model);
 PassResult fuse_layer_norm(Model& model, const PassHooks& hooks);
 PassResult fuse_matmul_bias(Model& model, const PassHooks& hooks);
+PassResult convert_batchnorm_to_conv(Model& model, const PassHooks& hooks);
 PassResult fuse_gelu(Model& model, const PassHooks& hooks);
 
 // The FusedConv op the conv-activation fusion rewrites to.
