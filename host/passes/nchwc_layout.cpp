@@ -13,8 +13,11 @@
 //     any order), and Concat on the channel axis of batch-1 tensors whose channel counts are all multiples of 16
 //     (so every input and the output have the same block, 8 or 16, and the blocked concatenation is the
 //     plain one: the inputs' bytes one after the other). A plain operand of such an op is reordered first.
-// Readers that take blocked values: such elementwise ops, convolutions (X, and FusedConv's Z) and MaxPool
-// (without Indices; PassHooks::can_block_op). The Conv becomes com.ophost::FusedConv with
+// Readers that take blocked values: such elementwise ops, convolutions (X, and FusedConv's Z), MaxPool
+// (without Indices; PassHooks::can_block_op), and an SE block's two ends: GlobalAveragePool (-> com.ophost::
+// BlockedGlobalAveragePool, its [N, C, 1, 1] output plain, which is the same bytes as blocked) and Mul of a
+// blocked [N, C, H, W] by a known [N or 1, C, 1, 1] (-> com.ophost::BlockedMul, blocked output; the scale is
+// read as it is, plain or blocked being the same bytes at 1x1). The Conv becomes com.ophost::FusedConv with
 // x_blocked/y_blocked/z_blocked, a MaxPool on a blocked value com.ophost::BlockedMaxPool (blocked output). Every other reader (and a graph output) gets
 // a plain copy from com.ophost::LayoutReorder(to=plain), one per value; the pack picks the block (8 or 16) from
 // the channel count alone, so producer and readers always agree. Values read by subgraphs are node inputs too
@@ -66,7 +69,7 @@ struct Layout {
   std::set<std::string> blocked;
   std::map<std::string, std::string> plain_copy, blocked_copy;  // value -> its reordered copy
   std::vector<Node> out;
-  size_t reorders = 0, convs = 0, pools = 0;
+  size_t reorders = 0, convs = 0, pools = 0, se_ops = 0;
 
   Layout(Model& model, const PassHooks& h) : m(model), hooks(h), uses(model), names(passes::used_names(model)) {
     if (hooks.infer_shapes) shapes = hooks.infer_shapes(m);
@@ -118,6 +121,27 @@ struct Layout {
     if (!blockable(n.inputs[0]) || !blockable(n.outputs[0]) || uses.is_output(n.outputs[0])) return false;
     return hooks.can_block_op && hooks.can_block_op(m, n, kBlockedMaxPool);
   }
+  // GlobalAveragePool of a blockable 4-D value that the pack runs on blocked input.
+  bool gap_ok(const Node& n) const {
+    if (!n.domain.empty() || n.op_type != "GlobalAveragePool" || n.inputs.size() != 1 || n.outputs.size() != 1 ||
+        n.outputs[0].empty() || n.implicit_inputs || !blockable(n.inputs[0]))
+      return false;
+    return hooks.can_block_op && hooks.can_block_op(m, n, kBlockedGlobalAveragePool);
+  }
+  // Mul(x, s) / Mul(s, x) with x a blockable 4-D value and s of known shape [N or 1, C, 1, 1] (an SE block's
+  // scale): the index of x, or -1.
+  int channel_mul_x(const Node& n) const {
+    if (!is_oblivious_binary(n) || n.op_type != "Mul" || uses.is_output(n.outputs[0])) return -1;
+    for (int k = 0; k < 2; ++k) {
+      const std::string &x = n.inputs[static_cast<size_t>(k)], &sc = n.inputs[static_cast<size_t>(1 - k)];
+      const auto *xs = known_shape(x), *ss = known_shape(sc);
+      if (!blockable(x) || !xs || !ss || ss->size() != 4 || !same_shape(x, n.outputs[0])) continue;
+      if ((*ss)[1] != (*xs)[1] || (*ss)[2] != 1 || (*ss)[3] != 1 || ((*ss)[0] != 1 && (*ss)[0] != (*xs)[0])) continue;
+      if ((*xs)[2] == 1 && (*xs)[3] == 1) continue;  // x itself 1x1: plain Mul
+      if (hooks.can_block_op && hooks.can_block_op(m, n, kBlockedMul)) return k;
+    }
+    return -1;
+  }
   // Whether the op computes the same elements when its tensor inputs are blocked (and its output then is).
   bool oblivious(const Node& n) const {
     if (std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return uses.is_output(o); }))
@@ -145,6 +169,8 @@ struct Layout {
   bool takes_blocked(const Node& reader, size_t k) const {
     if (conv_ok(reader)) return k == 0 || k == 3;
     if (pool_ok(reader)) return k == 0;
+    if (gap_ok(reader)) return k == 0;
+    if (channel_mul_x(reader) >= 0) return true;  // x blocked; s [.., C, 1, 1] is the same bytes either way
     return oblivious(reader);
   }
 
@@ -215,6 +241,23 @@ struct Layout {
       out.push_back(std::move(n));
       return;
     }
+    if (gap_ok(n) && blocked.count(n.inputs[0])) {
+      n.domain = kFusedDomain;
+      n.op_type = kBlockedGlobalAveragePool;
+      ++se_ops;
+      out.push_back(std::move(n));  // output [N, C, 1, 1]: plain (the same bytes as blocked)
+      return;
+    }
+    if (int xk = channel_mul_x(n); xk >= 0 && blocked.count(n.inputs[static_cast<size_t>(xk)])) {
+      const std::string x = n.inputs[static_cast<size_t>(xk)], sc = n.inputs[static_cast<size_t>(1 - xk)];
+      n.domain = kFusedDomain;
+      n.op_type = kBlockedMul;
+      n.inputs = {x, sc};
+      blocked.insert(n.outputs[0]);
+      ++se_ops;
+      out.push_back(std::move(n));
+      return;
+    }
     const bool any_blocked =
         std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return blocked.count(v) != 0; });
     if (any_blocked && oblivious(n)) {
@@ -254,10 +297,11 @@ PassResult assign_nchwc_layout(Model& m, const PassHooks& hooks) {
   // took it blocked or read a plain copy; graph outputs are never blocked.
   m.nodes = std::move(pass.out);
   m.blocked_values.insert(pass.blocked.begin(), pass.blocked.end());
-  if (pass.convs || pass.pools) m.opset_imports[kFusedDomain] = 1;
-  r.changed = pass.convs + pass.pools + pass.reorders;
+  if (pass.convs || pass.pools || pass.se_ops) m.opset_imports[kFusedDomain] = 1;
+  r.changed = pass.convs + pass.pools + pass.se_ops + pass.reorders;
   r.message = std::to_string(pass.blocked.size()) + " values kept channel-blocked, " + std::to_string(pass.convs) +
-              " convolutions and " + std::to_string(pass.pools) + " MaxPool on blocked layouts, " +
+              " convolutions, " + std::to_string(pass.pools) + " MaxPool and " + std::to_string(pass.se_ops) +
+              " SE pool/scale ops on blocked layouts, " +
               std::to_string(pass.reorders) + " LayoutReorder nodes";
   return r;
 }

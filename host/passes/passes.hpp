@@ -148,6 +148,9 @@ inline constexpr const char* kFusedConv = "FusedConv";
 // The reorder at the edges of channel-blocked regions (nchwc-layout), attribute to = "blocked" | "plain".
 inline constexpr const char* kLayoutReorder = "LayoutReorder";
 inline constexpr const char* kBlockedMaxPool = "BlockedMaxPool";
+// An SE block's ends on blocked values (nchwc-layout): GlobalAveragePool, and Mul by a [N|1, C, 1, 1] scale.
+inline constexpr const char* kBlockedGlobalAveragePool = "BlockedGlobalAveragePool";
+inline constexpr const char* kBlockedMul = "BlockedMul";
 // What layer-norm-fusion rewrites to (LayerNormalization-17's inputs and attributes, output Y only).
 inline constexpr const char* kLayerNormalization = "LayerNormalization";
 // What matmul-bias-fusion rewrites to: MatMul(A, W) + Bias over the last dim.
