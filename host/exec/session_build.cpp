@@ -174,6 +174,34 @@ std::vector<ValueMeta> declared_inputs(const Model& m) {
   return declared;
 }
 
+// A model of `node` alone (the evaluate and infer_node hooks): input i renamed "in<i>" and given by `input(i, name,
+// one)` (which adds it as an initializer or a graph input; false: the node cannot be taken alone), outputs renamed
+// "out<o>" and declared as graph outputs. nullopt when an input cannot be given.
+template <class InputFn>
+std::optional<Model> one_node_model(const Model& model, const Node& node, InputFn input) {
+  Model one;
+  one.path = model.path;
+  one.ir_version = model.ir_version;
+  one.opset_imports = model.opset_imports;
+  one.limits = model.limits;
+  Node n = node;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i].empty()) continue;
+    const std::string name = "in" + std::to_string(i);
+    if (!input(i, name, one)) return std::nullopt;
+    n.inputs[i] = name;
+  }
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (n.outputs[o].empty()) continue;
+    n.outputs[o] = "out" + std::to_string(o);
+    ModelValueInfo vi;
+    vi.name = n.outputs[o];
+    one.outputs.push_back(vi);
+  }
+  one.nodes.push_back(std::move(n));
+  return one;
+}
+
 // The registry-backed hooks of the graph passes.
 PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const OpRegistry& registry,
                           const std::vector<std::string>& devices, const SessionOptions& options) {
@@ -186,36 +214,22 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
     if (auto value = constant_node_value(node, model.path.string()); value && model.opset_imports.count(""))
       return std::vector<Tensor>{std::move(*value)};
     try {
-      Model one;
-      one.path = model.path;
-      one.ir_version = model.ir_version;
-      one.opset_imports = model.opset_imports;
+      // inputs[i] null: an absent optional input (the node's own input name is empty then too).
+      std::optional<Model> one = one_node_model(model, node, [&](size_t i, const std::string& name, Model& m) {
+        if (i >= inputs.size() || !inputs[i]) return false;
+        m.initializers.emplace_back(name, *inputs[i]);
+        return true;
+      });
+      if (!one) return std::nullopt;
       // A node run for folding allocates within the session's caps and, below those, the per-node folding cap:
       // an output over it would not be folded anyway (its shape may be known only now, from constant inputs:
       // a fuzzer's ConstantOfShape of 2 GiB was allocated before being kept as a node).
-      one.limits = model.limits;
-      one.limits.max_tensor_bytes = std::min<uint64_t>(model.limits.max_tensor_bytes, PassOptions{}.fold_size_cap);
-      Node n = node;
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        if (!inputs[i]) continue;
-        n.inputs[i] = "in" + std::to_string(i);
-        if (std::none_of(one.initializers.begin(), one.initializers.end(),
-                         [&](const auto& p) { return p.first == n.inputs[i]; }))
-          one.initializers.emplace_back(n.inputs[i], *inputs[i]);
-      }
-      for (size_t o = 0; o < n.outputs.size(); ++o) {
-        if (n.outputs[o].empty()) continue;
-        n.outputs[o] = "out" + std::to_string(o);
-        ModelValueInfo vi;
-        vi.name = n.outputs[o];
-        one.outputs.push_back(vi);
-      }
-      one.nodes.push_back(std::move(n));
+      one->limits.max_tensor_bytes = std::min<uint64_t>(model.limits.max_tensor_bytes, PassOptions{}.fold_size_cap);
       SessionOptions o = options;
       o.opt_level = 0;
       o.disabled_passes.clear();
       o.profile = false;
-      std::unique_ptr<Session::Impl> s = build_nested_session(plugins, registry, std::move(one), o);
+      std::unique_ptr<Session::Impl> s = build_nested_session(plugins, registry, std::move(*one), o);
       std::vector<NamedTensor> outs;
       s->run({}, outs);
       std::vector<Tensor> result;
@@ -232,41 +246,25 @@ PassHooks make_pass_hooks(const std::shared_ptr<const PluginSet>& plugins, const
                                                         const std::vector<const InferredValue*>& shapes)
       -> std::optional<std::vector<InferredValue>> {
     try {
-      Model one;
-      one.path = model.path;
-      one.ir_version = model.ir_version;
-      one.opset_imports = model.opset_imports;
-      one.limits = model.limits;
-      Node n = node;
-      for (size_t i = 0; i < n.inputs.size(); ++i) {
-        if (n.inputs[i].empty()) continue;
-        const std::string name = "in" + std::to_string(i);
+      std::optional<Model> one = one_node_model(model, node, [&](size_t i, const std::string& name, Model& m) {
         if (i < constants.size() && constants[i]) {
-          one.initializers.emplace_back(name, *constants[i]);
-        } else if (i < shapes.size() && shapes[i]) {
-          ModelValueInfo vi;
-          vi.name = name;
-          vi.dtype = shapes[i]->dtype;
-          vi.has_shape = true;
-          vi.shape = shapes[i]->dims;
-          vi.dim_params.assign(vi.shape.size(), "");
-          one.inputs.push_back(vi);
-        } else {
-          return std::nullopt;
+          m.initializers.emplace_back(name, *constants[i]);
+          return true;
         }
-        n.inputs[i] = name;
-      }
-      for (size_t o = 0; o < n.outputs.size(); ++o) {
-        if (n.outputs[o].empty()) continue;
-        n.outputs[o] = "out" + std::to_string(o);
+        if (i >= shapes.size() || !shapes[i]) return false;
         ModelValueInfo vi;
-        vi.name = n.outputs[o];
-        one.outputs.push_back(vi);
-      }
-      one.nodes.push_back(std::move(n));
+        vi.name = name;
+        vi.dtype = shapes[i]->dtype;
+        vi.has_shape = true;
+        vi.shape = shapes[i]->dims;
+        vi.dim_params.assign(vi.shape.size(), "");
+        m.inputs.push_back(vi);
+        return true;
+      });
+      if (!one) return std::nullopt;
       auto s = std::make_unique<Session::Impl>();
       s->plugins = plugins;
-      s->model = std::move(one);
+      s->model = std::move(*one);
       resolve_graph(s.get(), registry, devices, options, {});
       std::vector<ValueMeta> meta = s->infer_all(declared_inputs(s->model));
       std::vector<InferredValue> result(node.outputs.size());

@@ -86,4 +86,18 @@ inline Tensor itensor(std::vector<int64_t> values) {
   return t;
 }
 
+// Hooks whose can_fuse_op answers `served` and, when `asked` is given, records each question: the fused op's
+// name, then the op types of the nodes it would replace.
+inline PassHooks fusing_hooks(bool served = true, std::vector<std::string>* asked = nullptr) {
+  PassHooks h;
+  h.can_fuse_op = [served, asked](const Model&, const char* op, const std::vector<const Node*>& nodes) {
+    if (asked) {
+      asked->push_back(op);
+      for (const Node* n : nodes) asked->push_back(n->op_type);
+    }
+    return served;
+  };
+  return h;
+}
+
 }  // namespace ophost::pass_test

@@ -75,15 +75,8 @@ Model ln_model(const LnVariant& v) {
 
 // A pack serves the fused op (or not); x's shape as inference gives it.
 PassHooks ln_hooks(const LnVariant& v, bool served = true, std::vector<std::string>* asked = nullptr) {
-  PassHooks h;
+  PassHooks h = fusing_hooks(served, asked);
   h.infer_shapes = [v](const Model&) { return std::map<std::string, InferredValue>{{"x", f32_shape(v.x_shape)}}; };
-  h.can_fuse_op = [served, asked](const Model&, const char* op, const std::vector<const Node*>& nodes) {
-    if (asked) {
-      asked->push_back(op);
-      for (const Node* n : nodes) asked->push_back(n->op_type);
-    }
-    return served;
-  };
   return h;
 }
 

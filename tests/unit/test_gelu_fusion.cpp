@@ -97,18 +97,11 @@ Model gelu_model(const GeluVariant& v) {
 
 // A pack serves the fused op (or not); x's rank as inference gives it (unknown when `x_known` is false).
 PassHooks gelu_hooks(bool served = true, std::vector<std::string>* asked = nullptr, bool x_known = true) {
-  PassHooks h;
+  PassHooks h = fusing_hooks(served, asked);
   h.infer_shapes = [x_known](const Model&) {
     std::map<std::string, InferredValue> s;
     if (x_known) s["x"] = f32_shape({2, 8});
     return s;
-  };
-  h.can_fuse_op = [served, asked](const Model&, const char* op, const std::vector<const Node*>& nodes) {
-    if (asked) {
-      asked->push_back(op);
-      for (const Node* n : nodes) asked->push_back(n->op_type);
-    }
-    return served;
   };
   return h;
 }

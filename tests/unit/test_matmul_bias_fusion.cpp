@@ -42,15 +42,7 @@ Model mm_model(const MmVariant& v) {
 }
 
 PassHooks mm_hooks(bool served = true, std::vector<std::string>* asked = nullptr) {
-  PassHooks h;
-  h.can_fuse_op = [served, asked](const Model&, const char* op, const std::vector<const Node*>& nodes) {
-    if (asked) {
-      asked->push_back(op);
-      for (const Node* n : nodes) asked->push_back(n->op_type);
-    }
-    return served;
-  };
-  return h;
+  return fusing_hooks(served, asked);
 }
 
 TEST(MatMulBiasFusion, MatMulThenAddOfABiasBecomesFusedMatMul) {
