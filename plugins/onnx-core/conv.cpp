@@ -169,12 +169,13 @@ class ConvKernel {
       activation_post_ops(a_);  // an unsupported activation fails here, at load
     }
     threads_ = dnnl_threads();
+    const float* const_w_data = nullptr;  // valid during this call only
     if (init.num_inputs() > 1 && init.input(1).constant) {
       const oph_tensor* t = init.input(1).constant;
       if (!(t->dtype == f32)) fail(a_.op + ": W must be float32");
-      const float* p = reinterpret_cast<const float*>(static_cast<const char*>(t->data) + t->byte_offset);
-      const_w_.assign(p, p + oph::numel({t->shape, static_cast<size_t>(t->ndim)}));
+      const_w_data = reinterpret_cast<const float*>(static_cast<const char*>(t->data) + t->byte_offset);
       const_w_shape_.assign(t->shape, t->shape + t->ndim);
+      const_w_ = true;
     }
     if (init.num_inputs() > 2 && init.input(2).present && init.input(2).constant) {
       const oph_tensor* t = init.input(2).constant;
@@ -184,11 +185,11 @@ class ConvKernel {
       has_const_b_ = true;
     }
     const oph_value_info& x = init.input(0);
-    if (!const_w_.empty() && x.ndim >= 3 && all_known({x.shape, static_cast<size_t>(x.ndim)})) {
+    if (const_w_ && x.ndim >= 3 && all_known({x.shape, static_cast<size_t>(x.ndim)})) {
       bool bias = init.num_inputs() > 2 && init.input(2).present;
       std::vector<int64_t> key(x.shape, x.shape + x.ndim);
       key.push_back(bias);
-      cache_[key] = build(key, const_w_shape_, bias);
+      cache_[key] = build(key, const_w_shape_, bias, const_w_data);
     }
   }
 
@@ -201,7 +202,7 @@ class ConvKernel {
     std::vector<int64_t> key(x.shape().begin(), x.shape().end());
     key.push_back(b.present());
     std::shared_ptr<const Prim> p;
-    const bool const_w = !const_w_.empty();
+    const bool const_w = const_w_;
     if (!const_w) key.insert(key.end(), w.shape().begin(), w.shape().end());
     {
       std::lock_guard lock(mu_);
@@ -211,8 +212,10 @@ class ConvKernel {
     if (!p) {
       std::vector<int64_t> xs(x.shape().begin(), x.shape().end());
       xs.push_back(b.present());
+      // Constant weights: the same initializer as at creation, read again from the input (the kernel keeps only
+      // the primitives' reordered copies, not a copy of the ONNX tensor).
       auto built = build(xs, const_w ? const_w_shape_ : std::vector<int64_t>(w.shape().begin(), w.shape().end()),
-                         b.present());
+                         b.present(), const_w ? static_cast<const float*>(w.data()) : nullptr);
       // Built now, for shapes known only while running: the host's load-time check did not see it.
       if (is_reference_impl(built->impl))
         oph::log(OPH_LOG_WARN, op + " on X " + shape_str(xs) + ": oneDNN has only reference code (" + built->impl +
@@ -244,7 +247,9 @@ class ConvKernel {
   }
 
  private:
-  std::shared_ptr<const Prim> build(const std::vector<int64_t>& key, const std::vector<int64_t>& wshape, bool bias) {
+  // `wdata`: the constant weights (shape wshape), reordered once into the primitive's layout; null otherwise.
+  std::shared_ptr<const Prim> build(const std::vector<int64_t>& key, const std::vector<int64_t>& wshape, bool bias,
+                                    const float* wdata) {
     std::span<const int64_t> xs(key.data(), key.size() - 1);
     // oneDNN partitions a primitive's work for the OpenMP team size current at creation: set it first, or a
     // primitive built at load (static shapes) runs on every core whatever --threads says.
@@ -367,17 +372,17 @@ class ConvKernel {
     p->reorder_z = a_.sum && p->user_z != p->dst_md;
     if (p->reorder_z) p->z_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_z, eng, p->dst_md));
     if (p->wei_md != p->user_wei) p->wei_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_wei, eng, p->wei_md));
-    if (!const_w_.empty()) {
+    if (const_w_) {
       // Constant weights: reorder once into the primitive's layout.
-      if (oph::numel(wshape) != const_w_.size()) fail(a_.op + ": W shape mismatch", OPH_CODE_INTERNAL);
+      if (!wdata || wshape != const_w_shape_) fail(a_.op + ": W shape mismatch", OPH_CODE_INTERNAL);
       p->wei = memory(p->wei_md, eng);
-      memory user(p->user_wei, eng, const_cast<float*>(const_w_.data()));
+      memory user(p->user_wei, eng, const_cast<float*>(wdata));
       if (p->wei_md != p->user_wei) {
         dnnl::stream s(eng);
         p->wei_r.execute(s, user, p->wei);
         s.wait();
       } else {
-        std::memcpy(p->wei.get_data_handle(), const_w_.data(), const_w_.size() * sizeof(float));
+        std::memcpy(p->wei.get_data_handle(), wdata, oph::numel(wshape) * sizeof(float));
       }
     }
     return p;
@@ -494,8 +499,9 @@ class ConvKernel {
 
   ConvAttrs a_;
   int threads_ = 0;
-  std::vector<float> const_w_, const_b_;
+  std::vector<float> const_b_;
   std::vector<int64_t> const_w_shape_;
+  bool const_w_ = false;  // W is a constant of shape const_w_shape_ (read from the input when a primitive is built)
   bool has_const_b_ = false;
   std::mutex mu_;
   std::map<std::vector<int64_t>, std::shared_ptr<const Prim>> cache_;
