@@ -135,7 +135,7 @@ HWY_INLINE void MicroRows(size_t rows, const float* a, size_t lda, const float* 
 }
 
 void MultiplyImpl(const float* packed, size_t K, size_t N, const float* a, size_t M, size_t lda, float* c, size_t ldc,
-                  const float* bias, bool accumulate, size_t p_lo, size_t p_hi) {
+                  const float* bias, size_t p_lo, size_t p_hi) {
   const size_t nr = PanelWidthImpl(), panels = (N + nr - 1) / nr;
   const KSlices ks(K);
   // Rows of A in blocks of kMC; for each, every K slice, and for each slice every panel: the block's C stays in L2
@@ -144,7 +144,7 @@ void MultiplyImpl(const float* packed, size_t K, size_t N, const float* a, size_
     const size_t m1 = std::min(M, m0 + kMC);
     for (size_t kb = 0; kb < ks.count; ++kb) {
       const size_t k0 = ks.begin(kb), kc = ks.depth(kb, K);
-      const int init = (kb > 0 || accumulate) ? 2 : (bias ? 1 : 0);
+      const int init = kb > 0 ? 2 : (bias ? 1 : 0);
       for (size_t p = p_lo; p < p_hi; ++p) {
         const float* bp = packed + k0 * panels * nr + p * kc * nr;
         const size_t n0 = p * nr, cols = std::min(nr, N - n0);
@@ -193,13 +193,13 @@ PackedB pack(const float* b, size_t K, size_t N, bool transposed, float scale) {
 }
 
 void multiply(const PackedB& b, const float* a, size_t M, size_t lda, float* c, size_t ldc, const float* bias,
-              bool accumulate, size_t panel_lo, size_t panel_hi) {
+              size_t panel_lo, size_t panel_hi) {
   cap_simd_targets();
   if (b.panel_width() != HWY_DYNAMIC_DISPATCH(PanelWidthImpl)())
     throw std::logic_error("gemm_packed: B was packed for another SIMD target");
   panel_hi = std::min(panel_hi, b.panels());
   if (M == 0 || panel_lo >= panel_hi) return;
-  HWY_DYNAMIC_DISPATCH(MultiplyImpl)(b.data(), b.rows(), b.cols(), a, M, lda, c, ldc, bias, accumulate, panel_lo,
+  HWY_DYNAMIC_DISPATCH(MultiplyImpl)(b.data(), b.rows(), b.cols(), a, M, lda, c, ldc, bias, panel_lo,
                                      panel_hi);
 }
 

@@ -39,12 +39,12 @@ class PackedB {
 // Packs scale * B, where B[k][n] = b[k * N + n] (transposed: b[n * K + k]). Copies: b may go after the call.
 PackedB pack(const float* b, size_t K, size_t N, bool transposed = false, float scale = 1.0f);
 
-// C[m][n] = (accumulate ? C[m][n] : 0) + bias[n] (when bias is not null) + sum_k A[m][k] * B[k][n], for the rows
+// C[m][n] = bias[n] (0 when bias is null) + sum_k A[m][k] * B[k][n], for the rows
 // m < M and the columns of panels [panel_lo, panel_hi) (column n of panel p is p * panel_width() + j, up to N).
 // A is row-major with row stride lda (>= K), C with row stride ldc (>= N); A and C must not overlap. Disjoint
 // panel ranges write disjoint columns: split them across threads.
 void multiply(const PackedB& b, const float* a, size_t M, size_t lda, float* c, size_t ldc, const float* bias,
-              bool accumulate, size_t panel_lo, size_t panel_hi);
+              size_t panel_lo, size_t panel_hi);
 
 // Highway target the kernels run on, e.g. "AVX2", "AVX3" (AVX-512).
 const char* target_name();

@@ -138,23 +138,16 @@ void matmul_compute(const oph::KernelContext& ctx) {
   });
 }
 
-// Constant float32 weights packed once (gemm_packed.hpp) instead of handing them to sgemm on every run.
-const float* constant_f32(const oph_value_info& v) {
-  const oph_tensor* t = v.present ? v.constant : nullptr;
-  if (!t || !(t->dtype == f32)) return nullptr;
-  return reinterpret_cast<const float*>(static_cast<const char*>(t->data) + t->byte_offset);
-}
-
 // Runs the packed product over every row of A (its batch dims folded into rows) and every panel, split across
 // the intra-op threads by panels.
 void run_packed(const oph::KernelContext& ctx, const gemm_packed::PackedB& pb, const float* A, size_t rows, float* C,
-                const float* bias, bool accumulate) {
+                const float* bias) {
   const size_t K = pb.rows(), N = pb.cols(), panels = pb.panels();
   // Enough work per task to amortise a task switch: about kGrain multiply-adds per element of C's panel column.
   const size_t per_panel = std::max<size_t>(1, rows * K * pb.panel_width());
   const size_t grain = std::max<size_t>(1, (64 * kGrain) / per_panel);
   ctx.parallel_for(panels, grain, [&](size_t lo, size_t hi) {
-    gemm_packed::multiply(pb, A, rows, K, C, N, bias, accumulate, lo, hi);
+    gemm_packed::multiply(pb, A, rows, K, C, N, bias, lo, hi);
   });
 }
 
@@ -188,7 +181,7 @@ class MatMulKernel {
     if (!y.present()) return true;
     const size_t rows = oph::numel(a.shape()) / packed_.rows();
     if (rows == 0) return true;
-    run_packed(ctx, packed_, static_cast<const float*>(a.data()), rows, static_cast<float*>(y.data()), bias, false);
+    run_packed(ctx, packed_, static_cast<const float*>(a.data()), rows, static_cast<float*>(y.data()), bias);
     return true;
   }
   gemm_packed::PackedB packed_;
@@ -322,7 +315,7 @@ struct GemmKernel {
         static_cast<size_t>(s.N) == packed.cols() && (!c.present() || !bias.empty())) {
       if (s.M > 0)
         run_packed(ctx, packed, static_cast<const float*>(a.data()), static_cast<size_t>(s.M),
-                   static_cast<float*>(y.data()), bias.empty() ? nullptr : bias.data(), false);
+                   static_cast<float*>(y.data()), bias.empty() ? nullptr : bias.data());
       return;
     }
     // Strides of C broadcast to [M, N].
