@@ -267,6 +267,14 @@ inline oph::TensorRef ensure_output(const oph::KernelContext& ctx, size_t i, std
   return r;
 }
 
+// The values of a constant float32 input as kernel creation sees it (oph_value_info::constant; valid during that
+// call only), or null when the input is absent, not constant or not float32.
+inline const float* constant_f32(const oph_value_info& v) {
+  const oph_tensor* t = v.present ? v.constant : nullptr;
+  if (!t || !(t->dtype == f32)) return nullptr;
+  return reinterpret_cast<const float*>(static_cast<const char*>(t->data) + t->byte_offset);
+}
+
 // Integer values of a host-memory int64 (or int32) tensor: shapes, axes.
 inline std::vector<int64_t> read_ints(const oph_tensor* t, const std::string& op, const char* what) {
   if (!t) fail(op + ": " + std::string(what) + " is missing");

@@ -172,15 +172,15 @@ class ConvKernel {
     const float* const_w_data = nullptr;  // valid during this call only
     if (init.num_inputs() > 1 && init.input(1).constant) {
       const oph_tensor* t = init.input(1).constant;
-      if (!(t->dtype == f32)) fail(a_.op + ": W must be float32");
-      const_w_data = reinterpret_cast<const float*>(static_cast<const char*>(t->data) + t->byte_offset);
+      const_w_data = constant_f32(init.input(1));
+      if (!const_w_data) fail(a_.op + ": W must be float32");
       const_w_shape_.assign(t->shape, t->shape + t->ndim);
       const_w_ = true;
     }
     if (init.num_inputs() > 2 && init.input(2).present && init.input(2).constant) {
       const oph_tensor* t = init.input(2).constant;
-      if (!(t->dtype == f32)) fail(a_.op + ": B must be float32");
-      const float* p = reinterpret_cast<const float*>(static_cast<const char*>(t->data) + t->byte_offset);
+      const float* p = constant_f32(init.input(2));
+      if (!p) fail(a_.op + ": B must be float32");
       const_b_.assign(p, p + oph::numel({t->shape, static_cast<size_t>(t->ndim)}));
       has_const_b_ = true;
     }
