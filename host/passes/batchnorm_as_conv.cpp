@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace ophost {
 
@@ -30,6 +31,7 @@ PassResult convert_batchnorm_to_conv(Model& m, const PassHooks& hooks) {
   }
   const std::map<std::string, InferredValue> shapes = hooks.infer_shapes(m);
   const passes::Uses uses(m);
+  std::set<std::string> names = passes::used_names(m);
   for (Node& bn : m.nodes) {
     if (!is_bn(bn) || bn.inputs.size() != 5 || bn.outputs.empty() || bn.outputs[0].empty() || bn.implicit_inputs)
       continue;
@@ -48,19 +50,10 @@ PassResult convert_batchnorm_to_conv(Model& m, const PassHooks& hooks) {
       ok = ok && par[k] && par[k]->dtype() == DType::kFloat32 && par[k]->shape().size() == 1 && par[k]->shape()[0] == c;
     }
     if (!ok) continue;
-    float eps = 1e-5f;
-    if (const Attribute* a = find_attr(bn, "epsilon")) eps = a->f;
-    Tensor w(DType::kFloat32, {c, 1, 1, 1}), b(DType::kFloat32, {c});
-    for (int64_t k = 0; k < c; ++k) {
-      const float s = par[0]->data_as<float>()[k] / std::sqrt(par[3]->data_as<float>()[k] + eps);
-      w.data_as<float>()[k] = s;
-      b.data_as<float>()[k] = par[1]->data_as<float>()[k] - par[2]->data_as<float>()[k] * s;
-    }
     Node conv;
     conv.name = bn.name;
     conv.op_type = "Conv";
-    conv.inputs = {bn.inputs[0], passes::fresh_name(m, bn.name + "/dw_weight"), ""};
-    conv.inputs[2] = passes::fresh_name(m, bn.name + "/dw_bias");
+    conv.inputs = {bn.inputs[0], bn.name + "/dw_weight", bn.name + "/dw_bias"};  // named below
     conv.outputs = {bn.outputs[0]};
     Attribute group;
     group.name = "group";
@@ -71,12 +64,19 @@ PassResult convert_batchnorm_to_conv(Model& m, const PassHooks& hooks) {
     kernel.type = OPH_ATTR_INTS;
     kernel.ints = {1, 1};
     conv.attributes = {group, kernel};
+    if (!hooks.can_block_conv(m, conv)) continue;  // no pack runs it blocked: leave the BatchNormalization
+    float eps = 1e-5f;
+    if (const Attribute* a = find_attr(bn, "epsilon")) eps = a->f;
+    Tensor w(DType::kFloat32, {c, 1, 1, 1}), b(DType::kFloat32, {c});
+    for (int64_t k = 0; k < c; ++k) {
+      const float s = par[0]->data_as<float>()[k] / std::sqrt(par[3]->data_as<float>()[k] + eps);
+      w.data_as<float>()[k] = s;
+      b.data_as<float>()[k] = par[1]->data_as<float>()[k] - par[2]->data_as<float>()[k] * s;
+    }
+    conv.inputs[1] = passes::fresh_name(names, conv.inputs[1]);
+    conv.inputs[2] = passes::fresh_name(names, conv.inputs[2]);
     m.initializers.emplace_back(conv.inputs[1], std::move(w));
     m.initializers.emplace_back(conv.inputs[2], std::move(b));
-    if (!hooks.can_block_conv(m, conv)) {  // no pack runs it blocked: leave the BatchNormalization
-      m.initializers.resize(m.initializers.size() - 2);
-      continue;
-    }
     bn = std::move(conv);
     ++r.changed;
   }

@@ -23,8 +23,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <set>
-
 #include <algorithm>
 #include <set>
 

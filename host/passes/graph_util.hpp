@@ -95,14 +95,19 @@ inline std::set<std::string> used_names(const Model& m) {
   return used;
 }
 
+// A name not in `used`, starting from `base` (base, base_1, base_2, ...); added to `used`. For a pass that names
+// many new values: collect used_names(m) once.
+inline std::string fresh_name(std::set<std::string>& used, const std::string& base) {
+  std::string c = base;
+  for (int k = 1; used.count(c); ++k) c = base + "_" + std::to_string(k);
+  used.insert(c);
+  return c;
+}
+
 // A value name not used anywhere in the model, starting from `base`.
 inline std::string fresh_name(const Model& m, const std::string& base) {
-  const std::set<std::string> used = used_names(m);
-  if (!used.count(base)) return base;
-  for (int k = 1;; ++k) {
-    std::string c = base + "_" + std::to_string(k);
-    if (!used.count(c)) return c;
-  }
+  std::set<std::string> used = used_names(m);
+  return fresh_name(used, base);
 }
 
 // Every reference to value `from` (node inputs and outputs) renamed to `to`.

@@ -177,9 +177,7 @@ struct Layout {
   std::string reorder(const std::string& v, bool to_blocked) {
     auto& cache = to_blocked ? blocked_copy : plain_copy;
     if (auto it = cache.find(v); it != cache.end()) return it->second;
-    std::string name = v + (to_blocked ? "/nchwc" : "/plain");
-    for (int k = 1; names.count(name); ++k) name = v + (to_blocked ? "/nchwc_" : "/plain_") + std::to_string(k);
-    names.insert(name);
+    const std::string name = passes::fresh_name(names, v + (to_blocked ? "/nchwc" : "/plain"));
     Node r;
     r.name = name;
     r.domain = kFusedDomain;
