@@ -225,7 +225,10 @@ PassResult fuse_gelu(Model& m, const PassHooks& hooks) {
   };
   std::set<size_t> removed;
   size_t not_served = 0, tanh = 0;
-  passes::Uses uses(m);
+  // One index for the whole pass: a rewrite replaces its chain's last node at the same index (same output) and
+  // marks the others removed; no other chain's conditions read those values (a chain sharing a node with a fused
+  // one is skipped by the removed check below), so the index never needs rebuilding.
+  const passes::Uses uses(m);
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     if (removed.count(i)) continue;
     std::optional<passes::GeluChain> c = passes::GeluMatcher(m, uses, rank_of).match(i);
@@ -254,7 +257,6 @@ PassResult fuse_gelu(Model& m, const PassHooks& hooks) {
     m.opset_imports[kFusedDomain] = 1;
     ++r.changed;
     tanh += c->tanh;
-    uses = passes::Uses(m);
   }
   passes::erase_nodes(m, removed);
   r.message = std::to_string(r.changed) + " Gelu chains fused";

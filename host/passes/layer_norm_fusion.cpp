@@ -204,7 +204,10 @@ PassResult fuse_layer_norm(Model& m, const PassHooks& hooks) {
   const std::map<std::string, InferredValue> shapes = hooks.infer_shapes(m);
   std::set<size_t> removed;
   size_t not_served = 0, not_matched = 0;
-  passes::Uses uses(m);
+  // One index for the whole pass: a rewrite replaces its chain's last node at the same index (same output) and
+  // marks the others removed; no other chain's conditions read those values (a chain sharing a node with a fused
+  // one is skipped by the removed check below), so the index never needs rebuilding.
+  const passes::Uses uses(m);
   for (size_t di = 0; di < m.nodes.size(); ++di) {
     if (removed.count(di)) continue;
     std::string why;
@@ -249,7 +252,6 @@ PassResult fuse_layer_norm(Model& m, const PassHooks& hooks) {
     removed.insert(c->nodes.begin(), c->nodes.end() - 1);
     m.opset_imports[kFusedDomain] = 1;
     ++r.changed;
-    uses = passes::Uses(m);
   }
   passes::erase_nodes(m, removed);
   r.message = std::to_string(r.changed) + " LayerNormalization chains fused";
