@@ -75,7 +75,10 @@ INSTANTIATE_TEST_SUITE_P(
         FusionCase{"gelu_decomposed_erf_opset14", {"gelu-fusion"}, "com.ophost::Gelu", 3, 7},
         FusionCase{"gelu_decomposed_tanh_opset14", {"gelu-fusion"}, "com.ophost::Gelu", 3, 10},
         // The two Convs exchange a channel-blocked value (nchwc-layout), X and y stay plain: two nodes in all.
-        FusionCase{"fused_conv_silu", {"conv-activation-fusion", "nchwc-layout"}, "com.ophost::FusedConv", 2, 6}),
+        FusionCase{"fused_conv_silu", {"conv-activation-fusion", "nchwc-layout"}, "com.ophost::FusedConv", 2, 6},
+        // Conv+Relu, Conv+Add(Z)+Relu; blocked between them. Unfused: Conv, Relu, Conv, Add, Relu.
+        FusionCase{"fused_conv3x3_residual", {"conv-activation-fusion", "conv-add-fusion", "nchwc-layout"},
+                   "com.ophost::FusedConv", 2, 5}),
     [](const ::testing::TestParamInfo<FusionCase>& i) { return std::string(i.param.model); });
 
 }  // namespace

@@ -9,6 +9,9 @@ write out that the host rewrites to one node, each with a float64 numpy referenc
                             Mul), both read by a MatMul (as in a transformer's MLP) so that x has other readers
   fused_conv_silu           Conv, then Mul(c, Sigmoid(c)) (conv-activation-fusion -> FusedConv Swish); "conv" in
                             the name, so the AVX2 conv run checks it too
+  fused_conv3x3_residual    two 3x3 Convs of 64 channels, Relu, and Add of the first's output (conv-add-fusion ->
+                            FusedConv with Z; the second Conv's X, Y and Z channel-blocked): on AVX-512 onnx-core
+                            runs such dense convolutions on channels-last (brgconv) between reorders of X, Y and Z
 """
 import math
 
@@ -125,9 +128,31 @@ def conv_silu_case(conv_ref):
             ("W1", "B1", "W2"))
 
 
+def conv3x3_residual_case(conv_ref):
+    rng = np.random.default_rng(22)
+    x = (rng.standard_normal((1, 64, 9, 11)) * 0.5).astype(np.float32)
+    w1 = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32)
+    b1 = (rng.standard_normal(64) * 0.1).astype(np.float32)
+    w2 = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32)
+    b2 = (rng.standard_normal(64) * 0.1).astype(np.float32)
+    d = lambda a: a.astype(np.float64)
+    relu = lambda v: np.maximum(v, 0)
+    c1 = relu(conv_ref(d(x), d(w1), d(b1), [1, 1], [1, 1, 1, 1], [1, 1], 1))
+    ref = relu(conv_ref(c1, d(w2), d(b2), [1, 1], [1, 1, 1, 1], [1, 1], 1) + c1)
+    nodes = [helper.make_node("Conv", ["X", "W1", "B1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "W2", "B2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "r1"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    consts = [_const("W1", w1), _const("B1", b1), _const("W2", w2), _const("B2", b2)]
+    return ("fused_conv3x3_residual", _model("fused_conv3x3_residual", nodes, x, ref, consts, 14), [("X", x)], ref,
+            ("W1", "B1", "W2", "B2"))
+
+
 def cases(conv_ref):
     return [layer_norm_case("layer_norm_decomposed_opset14", (2, 7, 48), [-1], 14, 31),
             layer_norm_case("layer_norm_decomposed_2axes_opset18", (3, 5, 20), [1, 2], 18, 32),
             gelu_case("gelu_decomposed_erf_opset14", False, 41),
             gelu_case("gelu_decomposed_tanh_opset14", True, 42),
-            conv_silu_case(conv_ref)]
+            conv_silu_case(conv_ref),
+            conv3x3_residual_case(conv_ref)]
