@@ -15,6 +15,7 @@
 #include "common.hpp"
 #include "conv_geom.hpp"
 #include "dnnl_util.hpp"
+#include "simd_math.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
@@ -105,7 +106,10 @@ dnnl::post_ops activation_post_ops(const ConvAttrs& a) {
   else if (k == "Sigmoid") need(0), po.append_eltwise(1.0f, alg::eltwise_logistic, 0.0f, 0.0f);
   else if (k == "Tanh") need(0), po.append_eltwise(1.0f, alg::eltwise_tanh, 0.0f, 0.0f);
   else if (k == "HardSwish") need(0), po.append_eltwise(1.0f, alg::eltwise_hardswish, 1.0f / 6.0f, 0.5f);
-  else if (k == "Swish") need(0), po.append_eltwise(1.0f, alg::eltwise_swish, 1.0f, 0.0f);  // x * sigmoid(x), SiLU
+  else if (k == "Swish") {  // x * sigmoid(x), SiLU
+    need(0);
+    if (!a.host_silu) po.append_eltwise(1.0f, alg::eltwise_swish, 1.0f, 0.0f);
+  }
   else if (k == "Clip") need(2), po.append_eltwise(1.0f, alg::eltwise_clip, p[0], p[1]);
   else if (k == "HardSigmoid") {
     need(2);
@@ -167,6 +171,8 @@ class ConvKernel {
         fail("FusedConv: output_min " + std::to_string(a_.output_min) + " must be <= output_max " +
              std::to_string(a_.output_max));
       activation_post_ops(a_);  // an unsupported activation fails here, at load
+      a_.host_silu = a_.activation == "Swish" && a_.output_scale == 1.0f && a_.output_shift == 0.0f &&
+                     a_.output_min == -FLT_MAX && a_.output_max == FLT_MAX;
     }
     threads_ = dnnl_threads();
     const float* const_w_data = nullptr;  // valid during this call only
@@ -238,12 +244,19 @@ class ConvKernel {
       z = zt.data();
     }
     run(*p, x.data(), w.data(), b.present() ? b.data() : nullptr, z, y.data());
+    if (a_.host_silu) {  // elementwise: the same in any layout (a blocked Y has no padding)
+      float* yf = static_cast<float*>(y.data());
+      ctx.parallel_for(static_cast<size_t>(oph::numel(p->g.out_shape)), kGrain,
+                       [yf](size_t lo, size_t hi) { simd_math::silu(yf + lo, yf + lo, hi - lo); });
+    }
   }
 
   // Every distinct oneDNN implementation this node has built ("oneDNN jit_dw:avx2"); reference when any is.
   oph::Implementation implementation() {
     std::lock_guard lock(mu_);
-    return dnnl_implementation(cache_, "oneDNN ");
+    oph::Implementation impl = dnnl_implementation(cache_, "oneDNN ");
+    if (a_.host_silu && !impl.name.empty()) impl.name += ", then SiLU (Highway)";
+    return impl;
   }
 
  private:

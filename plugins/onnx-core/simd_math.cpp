@@ -131,6 +131,40 @@ HWY_INLINE V GeluTanhV(D d, V x) {
   return KeepNaN(d, x, hn::Mul(xc, SigmoidV(d, u2)));
 }
 
+// exp(t) for t in [-87, 88.72283935546875] (the callers clamp): Cephes' expf, a degree-7 polynomial on
+// r = t - k ln 2 (ln 2 split in two), times 2^k built in the exponent bits; k = 128 (t above ~88.38) gives +inf.
+// Cheaper than Highway's Exp (no special-case masks), ~1 ULP on its range.
+template <class D, class V>
+HWY_INLINE V ExpClampedV(D d, V t) {
+  const hn::RebindToSigned<D> di;
+  const V k = hn::Round(hn::Mul(t, hn::Set(d, 1.44269504088896341f)));
+  V r = hn::NegMulAdd(k, hn::Set(d, 0.693359375f), t);
+  r = hn::NegMulAdd(k, hn::Set(d, -2.12194440e-4f), r);
+  V p = hn::Set(d, 1.9875691500e-4f);
+  p = hn::MulAdd(p, r, hn::Set(d, 1.3981999507e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 8.3334519073e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 4.1665795894e-2f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.6666665459e-1f));
+  p = hn::MulAdd(p, r, hn::Set(d, 5.0000001201e-1f));
+  p = hn::MulAdd(p, hn::Mul(r, r), hn::Add(r, hn::Set(d, 1.0f)));
+  const auto two_k = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, k), hn::Set(di, 127)));
+  return hn::Mul(p, hn::BitCast(d, two_k));
+}
+
+// silu(x) = x * sigmoid(x) = x / (1 + exp(-x)), one division. exp's argument is clamped to [-87, 88.72]: above
+// x = 87 the denominator rounds to 1 anyway; below x = -88.4 it is +inf and the result -0 (x itself raised to
+// -FLT_MAX, so that silu(-inf) = -0, the limit, rather than -inf / inf).
+template <class D, class V>
+HWY_INLINE V SiluV(D d, V x) {
+  const V t = hn::Min(hn::Max(hn::Neg(x), hn::Set(d, -87.0f)), hn::Set(d, 88.72283935546875f));
+  const V den = hn::Add(hn::Set(d, 1.0f), ExpClampedV(d, t));
+  const V num = hn::Max(x, hn::Set(d, -std::numeric_limits<float>::max()));
+  return KeepNaN(d, x, hn::Div(num, den));
+}
+
+void SiluImpl(const float* x, float* y, size_t n) {
+  Apply(x, y, n, [](auto d, auto v) { return SiluV(d, v); });
+}
 void SigmoidImpl(const float* x, float* y, size_t n) {
   Apply(x, y, n, [](auto d, auto v) { return SigmoidV(d, v); });
 }
@@ -206,6 +240,7 @@ HWY_AFTER_NAMESPACE();
 namespace onnx_core::simd_math {
 
 HWY_EXPORT(SigmoidImpl);
+HWY_EXPORT(SiluImpl);
 HWY_EXPORT(TanhImpl);
 HWY_EXPORT(ExpImpl);
 HWY_EXPORT(LogImpl);
@@ -221,6 +256,7 @@ HWY_EXPORT(ExpShiftedSumImpl);
     HWY_DYNAMIC_DISPATCH(impl)(x, y, n);          \
   }
 ONNX_CORE_SIMD_UNARY(sigmoid, SigmoidImpl)
+ONNX_CORE_SIMD_UNARY(silu, SiluImpl)
 ONNX_CORE_SIMD_UNARY(tanh, TanhImpl)
 ONNX_CORE_SIMD_UNARY(exp, ExpImpl)
 ONNX_CORE_SIMD_UNARY(log, LogImpl)

@@ -2,6 +2,7 @@
 """Accuracy of onnx-core's vectorised float32 math (plugins/onnx-core/simd_math.hpp) through `ophost run`.
 
 For Sigmoid, Tanh, Exp, Log, Erf, Gelu (approximate "none" and "tanh"), Softmax and Pow(x, 2) it runs a one-node model on a sweep of float32 inputs
+(Swish: Conv 1x1 by 1.0, Sigmoid, Mul, which conv-activation-fusion makes one FusedConv running simd_math::silu)
 (every power-of-two range from subnormals to the overflow edges, random values, +-0, +-inf, NaN, the overflow and
 underflow thresholds) and compares each output with the float64 result rounded to float32:
   - finite results: error in ULPs of the float32 reference, at most the bound below (the header's figures);
@@ -24,7 +25,9 @@ from onnx import TensorProto, helper
 
 GELU_BOUND = 3
 # Max error in ULPs of the float32 reference (measured: see simd_math.hpp; a change that worsens one fails here).
-BOUNDS = {"Sigmoid": 4, "Tanh": 4, "Exp": 1, "Log": 4, "Erf": 3, "Gelu": GELU_BOUND, "GeluTanh": 160, "Pow2": 0}
+BOUNDS = {"Sigmoid": 4, "Tanh": 4, "Exp": 1, "Log": 4, "Erf": 3, "Gelu": GELU_BOUND, "GeluTanh": 160, "Pow2": 0,
+          "Swish": 4}
+# Swish below x = -87 (|result| < 1.5e-36): counted in units of max(ULP(result), 1.5e-36), see simd_math.hpp.
 # Gelu against x * erfc(-x / sqrt(2)) / 2 (exact, no cancellation), in units of max(ULP(result), ULP(1) |x| / 2)
 # (see ulp_errors' floor). GeluTanh: the
 # float32 rounding of u = sqrt(2/pi) (x + 0.044715 x^3) is amplified |2u| times by sigmoid(2u)'s tail (14 ULP on
@@ -57,6 +60,9 @@ def reference(op, x):
             return np.tanh(xd)
         if op == "Exp":
             return np.exp(xd)
+        if op == "Swish":  # x * sigmoid(x) of the Conv's output (x + 0: -0 becomes +0); the limits at +-inf
+            xd = xd + 0.0
+            return np.where(np.isneginf(xd), -0.0, np.where(np.isposinf(xd), np.inf, xd / (1 + np.exp(-xd))))
         if op == "Log":
             return np.log(xd)
         if op == "Erf":
@@ -108,6 +114,18 @@ def unary_model(op, n, path):
     if op == "Pow2":
         node = helper.make_node("Pow", ["x", "two"], ["y"])
         inits = [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])]
+    elif op == "Swish":
+        conv = helper.make_node("Conv", ["x4", "w"], ["c"])
+        nodes = [helper.make_node("Reshape", ["x", "shape4"], ["x4"]), conv,
+                 helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["y4"]),
+                 helper.make_node("Reshape", ["y4", "shape1"], ["y"])]
+        inits = [helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 1, 1], [1.0]),
+                 helper.make_tensor("shape4", TensorProto.INT64, [4], [1, 1, 1, n]),
+                 helper.make_tensor("shape1", TensorProto.INT64, [1], [n])]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])], inits)
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+        return
     elif op.startswith("Gelu"):
         node = helper.make_node("Gelu", ["x"], ["y"], approximate="tanh" if op == "GeluTanh" else "none")
         opset = 20
@@ -121,11 +139,17 @@ def unary_model(op, n, path):
 def check_unary(ophost, op, x, tmp):
     path = os.path.join(tmp, op + ".onnx")
     unary_model(op, x.size, path)
+    if op == "Swish":  # the three nodes must have become one FusedConv that runs simd_math::silu
+        r = subprocess.run([ophost, "inspect", path, "--kernels"], capture_output=True, text=True)
+        if "then SiLU (Highway)" not in r.stdout:
+            return 0.0, ["the model did not run FusedConv with SiLU after the primitive:\n" + r.stdout + r.stderr]
     got = run(ophost, path, {"x": x}, tmp)
     ref64 = reference(op, x)
     # Gelu computes Gelu-20's formula 0.5 x (1 + erf(x / sqrt(2))) as written (simd_math.cpp GeluV): where 1 + erf
     # cancels (x < -1) its error is counted in units of ULP(1) * |x| / 2, the rounding of the sum scaled by x / 2.
     floor = np.abs(x.astype(np.float64)) * 0.5 * 2.0 ** -23 if op == "Gelu" else None
+    if op == "Swish":
+        floor = np.where(x < -87, 1.5e-36, 0.0)
     errs, ref = ulp_errors(got, ref64, floor)
     problems = []
     # Specials: where the reference is NaN / inf / zero, the result must be exactly that (sign included).
@@ -175,7 +199,7 @@ def main():
     x = sweep()
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for op in ("Sigmoid", "Tanh", "Exp", "Log", "Erf", "Gelu", "GeluTanh", "Pow2"):
+        for op in ("Sigmoid", "Tanh", "Exp", "Log", "Erf", "Gelu", "GeluTanh", "Pow2", "Swish"):
             worst, problems = check_unary(ophost, op, x, tmp)
             print("%s %-8s max %.2f ULP over %d inputs%s" % ("ok  " if not problems else "FAIL", op, worst, x.size,
                                                              "".join("\n     " + p for p in problems)))
