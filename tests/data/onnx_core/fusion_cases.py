@@ -12,6 +12,8 @@ write out that the host rewrites to one node, each with a float64 numpy referenc
   fused_conv3x3_residual    two 3x3 Convs of 64 channels, Relu, and Add of the first's output (conv-add-fusion ->
                             FusedConv with Z; the second Conv's X, Y and Z channel-blocked): on AVX-512 onnx-core
                             runs such dense convolutions on channels-last (brgconv) between reorders of X, Y and Z
+  fused_conv1x1_232ch       two 1x1 Convs of 232 channels (a multiple of 8, not of 16: nChw8c between them), Relu:
+                            on AVX-512 onnx-core runs them on channels-last too (see conv.cpp, prefer_brgconv)
 """
 import math
 
@@ -149,10 +151,30 @@ def conv3x3_residual_case(conv_ref):
             ("W1", "B1", "W2", "B2"))
 
 
+def conv1x1_232_case(conv_ref):
+    rng = np.random.default_rng(23)
+    x = (rng.standard_normal((1, 232, 5, 7)) * 0.5).astype(np.float32)
+    w1 = (rng.standard_normal((232, 232, 1, 1)) * 0.07).astype(np.float32)
+    w2 = (rng.standard_normal((232, 232, 1, 1)) * 0.07).astype(np.float32)
+    b2 = (rng.standard_normal(232) * 0.1).astype(np.float32)
+    d = lambda a: a.astype(np.float64)
+    relu = lambda v: np.maximum(v, 0)
+    c1 = relu(conv_ref(d(x), d(w1), np.zeros(232), [1, 1], [0, 0, 0, 0], [1, 1], 1))
+    ref = relu(conv_ref(c1, d(w2), d(b2), [1, 1], [0, 0, 0, 0], [1, 1], 1))
+    nodes = [helper.make_node("Conv", ["X", "W1"], ["c1"]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "W2", "B2"], ["c2"]),
+             helper.make_node("Relu", ["c2"], ["y"])]
+    consts = [_const("W1", w1), _const("W2", w2), _const("B2", b2)]
+    return ("fused_conv1x1_232ch", _model("fused_conv1x1_232ch", nodes, x, ref, consts, 14), [("X", x)], ref,
+            ("W1", "W2", "B2"))
+
+
 def cases(conv_ref):
     return [layer_norm_case("layer_norm_decomposed_opset14", (2, 7, 48), [-1], 14, 31),
             layer_norm_case("layer_norm_decomposed_2axes_opset18", (3, 5, 20), [1, 2], 18, 32),
             gelu_case("gelu_decomposed_erf_opset14", False, 41),
             gelu_case("gelu_decomposed_tanh_opset14", True, 42),
             conv_silu_case(conv_ref),
-            conv3x3_residual_case(conv_ref)]
+            conv3x3_residual_case(conv_ref),
+            conv1x1_232_case(conv_ref)]
