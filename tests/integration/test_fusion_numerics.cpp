@@ -79,7 +79,9 @@ INSTANTIATE_TEST_SUITE_P(
         // Conv+Relu, Conv+Add(Z)+Relu; blocked between them. Unfused: Conv, Relu, Conv, Add, Relu.
         FusionCase{"fused_conv3x3_residual", {"conv-activation-fusion", "conv-add-fusion", "nchwc-layout"},
                    "com.ophost::FusedConv", 2, 5},
-        FusionCase{"fused_conv1x1_232ch", {"conv-activation-fusion", "nchwc-layout"}, "com.ophost::FusedConv", 2, 4}),
+        FusionCase{"fused_conv1x1_232ch", {"conv-activation-fusion", "nchwc-layout"}, "com.ophost::FusedConv", 2, 4},
+        FusionCase{"fused_conv1x1_58ch_sum", {"conv-activation-fusion", "conv-add-fusion"}, "com.ophost::FusedConv", 1,
+                   3}),
     [](const ::testing::TestParamInfo<FusionCase>& i) { return std::string(i.param.model); });
 
 }  // namespace

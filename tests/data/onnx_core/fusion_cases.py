@@ -14,6 +14,8 @@ write out that the host rewrites to one node, each with a float64 numpy referenc
                             runs such dense convolutions on channels-last (brgconv) between reorders of X, Y and Z
   fused_conv1x1_232ch       two 1x1 Convs of 232 channels (a multiple of 8, not of 16: nChw8c between them), Relu:
                             on AVX-512 onnx-core runs them on channels-last too (see conv.cpp, prefer_brgconv)
+  fused_conv1x1_58ch_sum    batch 2, a 1x1 Conv of 58 channels (no blocked layout) with bias, Add of X, Relu
+                            (conv-add-fusion): onnx-core runs it as one sgemm per image on NCHW (Prim::sgemm)
 """
 import math
 
@@ -170,6 +172,20 @@ def conv1x1_232_case(conv_ref):
             ("W1", "W2", "B2"))
 
 
+def conv1x1_58_sum_case(conv_ref):
+    rng = np.random.default_rng(24)
+    x = (rng.standard_normal((2, 58, 6, 7)) * 0.5).astype(np.float32)
+    w = (rng.standard_normal((58, 58, 1, 1)) * 0.15).astype(np.float32)
+    b = (rng.standard_normal(58) * 0.1).astype(np.float32)
+    d = lambda a: a.astype(np.float64)
+    ref = np.maximum(conv_ref(d(x), d(w), d(b), [1, 1], [0, 0, 0, 0], [1, 1], 1) + d(x), 0)
+    nodes = [helper.make_node("Conv", ["X", "W", "B"], ["c"]),
+             helper.make_node("Add", ["c", "X"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    return ("fused_conv1x1_58ch_sum", _model("fused_conv1x1_58ch_sum", nodes, x, ref, [_const("W", w), _const("B", b)],
+                                             14), [("X", x)], ref, ("W", "B"))
+
+
 def cases(conv_ref):
     return [layer_norm_case("layer_norm_decomposed_opset14", (2, 7, 48), [-1], 14, 31),
             layer_norm_case("layer_norm_decomposed_2axes_opset18", (3, 5, 20), [1, 2], 18, 32),
@@ -177,4 +193,5 @@ def cases(conv_ref):
             gelu_case("gelu_decomposed_tanh_opset14", True, 42),
             conv_silu_case(conv_ref),
             conv3x3_residual_case(conv_ref),
-            conv1x1_232_case(conv_ref)]
+            conv1x1_232_case(conv_ref),
+            conv1x1_58_sum_case(conv_ref)]
