@@ -36,6 +36,16 @@ def _const(name, v, dtype=TensorProto.FLOAT):
     return helper.make_tensor(name, dtype, v.shape, v.flatten().tolist())
 
 
+def _normal(rng, shape, scale):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _case(name, nodes, x, ref, consts):
+    """A case of one input X: `consts` maps initializer names to arrays (float32)."""
+    return (name, _model(name, nodes, x, ref, [_const(k, v) for k, v in consts.items()], 14), [("X", x)], ref,
+            tuple(consts))
+
+
 def layer_norm_case(name, shape, axes, opset, seed):
     """LayerNorm over `axes` (trailing) written out as PyTorch exports it; gamma/beta over the normalized dims.
     At opset 18 the ReduceMean axes are an input, before it an attribute; the exponent and eps are Constant
@@ -134,11 +144,8 @@ def conv_silu_case(conv_ref):
 
 def conv3x3_residual_case(conv_ref):
     rng = np.random.default_rng(22)
-    x = (rng.standard_normal((1, 64, 9, 11)) * 0.5).astype(np.float32)
-    w1 = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32)
-    b1 = (rng.standard_normal(64) * 0.1).astype(np.float32)
-    w2 = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32)
-    b2 = (rng.standard_normal(64) * 0.1).astype(np.float32)
+    x, w1, b1 = _normal(rng, (1, 64, 9, 11), 0.5), _normal(rng, (64, 64, 3, 3), 0.05), _normal(rng, 64, 0.1)
+    w2, b2 = _normal(rng, (64, 64, 3, 3), 0.05), _normal(rng, 64, 0.1)
     d = lambda a: a.astype(np.float64)
     relu = lambda v: np.maximum(v, 0)
     c1 = relu(conv_ref(d(x), d(w1), d(b1), [1, 1], [1, 1, 1, 1], [1, 1], 1))
@@ -148,17 +155,13 @@ def conv3x3_residual_case(conv_ref):
              helper.make_node("Conv", ["r1", "W2", "B2"], ["c2"], pads=[1, 1, 1, 1]),
              helper.make_node("Add", ["c2", "r1"], ["s"]),
              helper.make_node("Relu", ["s"], ["y"])]
-    consts = [_const("W1", w1), _const("B1", b1), _const("W2", w2), _const("B2", b2)]
-    return ("fused_conv3x3_residual", _model("fused_conv3x3_residual", nodes, x, ref, consts, 14), [("X", x)], ref,
-            ("W1", "B1", "W2", "B2"))
+    return _case("fused_conv3x3_residual", nodes, x, ref, {"W1": w1, "B1": b1, "W2": w2, "B2": b2})
 
 
 def conv1x1_232_case(conv_ref):
     rng = np.random.default_rng(23)
-    x = (rng.standard_normal((1, 232, 5, 7)) * 0.5).astype(np.float32)
-    w1 = (rng.standard_normal((232, 232, 1, 1)) * 0.07).astype(np.float32)
-    w2 = (rng.standard_normal((232, 232, 1, 1)) * 0.07).astype(np.float32)
-    b2 = (rng.standard_normal(232) * 0.1).astype(np.float32)
+    x, w1 = _normal(rng, (1, 232, 5, 7), 0.5), _normal(rng, (232, 232, 1, 1), 0.07)
+    w2, b2 = _normal(rng, (232, 232, 1, 1), 0.07), _normal(rng, 232, 0.1)
     d = lambda a: a.astype(np.float64)
     relu = lambda v: np.maximum(v, 0)
     c1 = relu(conv_ref(d(x), d(w1), np.zeros(232), [1, 1], [0, 0, 0, 0], [1, 1], 1))
@@ -167,23 +170,18 @@ def conv1x1_232_case(conv_ref):
              helper.make_node("Relu", ["c1"], ["r1"]),
              helper.make_node("Conv", ["r1", "W2", "B2"], ["c2"]),
              helper.make_node("Relu", ["c2"], ["y"])]
-    consts = [_const("W1", w1), _const("W2", w2), _const("B2", b2)]
-    return ("fused_conv1x1_232ch", _model("fused_conv1x1_232ch", nodes, x, ref, consts, 14), [("X", x)], ref,
-            ("W1", "W2", "B2"))
+    return _case("fused_conv1x1_232ch", nodes, x, ref, {"W1": w1, "W2": w2, "B2": b2})
 
 
 def conv1x1_58_sum_case(conv_ref):
     rng = np.random.default_rng(24)
-    x = (rng.standard_normal((2, 58, 6, 7)) * 0.5).astype(np.float32)
-    w = (rng.standard_normal((58, 58, 1, 1)) * 0.15).astype(np.float32)
-    b = (rng.standard_normal(58) * 0.1).astype(np.float32)
+    x, w, b = _normal(rng, (2, 58, 6, 7), 0.5), _normal(rng, (58, 58, 1, 1), 0.15), _normal(rng, 58, 0.1)
     d = lambda a: a.astype(np.float64)
     ref = np.maximum(conv_ref(d(x), d(w), d(b), [1, 1], [0, 0, 0, 0], [1, 1], 1) + d(x), 0)
     nodes = [helper.make_node("Conv", ["X", "W", "B"], ["c"]),
              helper.make_node("Add", ["c", "X"], ["s"]),
              helper.make_node("Relu", ["s"], ["y"])]
-    return ("fused_conv1x1_58ch_sum", _model("fused_conv1x1_58ch_sum", nodes, x, ref, [_const("W", w), _const("B", b)],
-                                             14), [("X", x)], ref, ("W", "B"))
+    return _case("fused_conv1x1_58ch_sum", nodes, x, ref, {"W": w, "B": b})
 
 
 def cases(conv_ref):
