@@ -173,8 +173,7 @@ class ConvKernel {
         fail("FusedConv: output_min " + std::to_string(a_.output_min) + " must be <= output_max " +
              std::to_string(a_.output_max));
       activation_post_ops(a_);  // an unsupported activation fails here, at load
-      a_.host_silu = a_.activation == "Swish" && a_.output_scale == 1.0f && a_.output_shift == 0.0f &&
-                     a_.output_min == -FLT_MAX && a_.output_max == FLT_MAX;
+      a_.host_silu = a_.activation == "Swish" && a_.output_untouched();
     }
     threads_ = dnnl_threads();
     const float* const_w_data = nullptr;  // valid during this call only
@@ -313,13 +312,10 @@ class ConvKernel {
     // channels-last brgconv it picks with a post-op as long as the sgemm plus two reorders (ShuffleNet v2's
     // 58/116-channel convolutions, which nchwc-layout cannot block).
     const bool plain_act = a_.activation.empty() || a_.activation == "Relu" || a_.host_silu;
-    const bool no_affine = a_.output_scale == 1.0f && a_.output_shift == 0.0f && a_.output_min == -FLT_MAX &&
-                           a_.output_max == FLT_MAX;
     if (!a_.transpose && pointwise && g.G == 1 && !a_.x_blocked && !a_.y_blocked && !a_.z_blocked && plain_act &&
-        no_affine) {
+        a_.output_untouched()) {
       p->sgemm = true;
       p->sgemm_relu = a_.activation == "Relu";
-      p->has_bias = bias;
       p->impl = "sgemm (NCHW)";
       return p;
     }
@@ -525,8 +521,9 @@ class ConvKernel {
   }
 
   void run(const Prim& p, void* x, void* w, void* b, void* z, void* y) const {
+    // B: the kernel's copy when it was constant at creation, else the input.
+    void* bp = p.has_bias ? (has_const_b_ ? const_cast<float*>(const_b_.data()) : b) : nullptr;
     if (p.sgemm) {
-      const void* bp = p.has_bias ? (has_const_b_ ? static_cast<const void*>(const_b_.data()) : b) : nullptr;
       run_sgemm(p, static_cast<const float*>(x), static_cast<const float*>(w), static_cast<const float*>(bp),
                 static_cast<const float*>(z), static_cast<float*>(y));
       return;
@@ -574,7 +571,6 @@ class ConvKernel {
     }
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     if (p.has_bias) {
-      void* bp = has_const_b_ ? const_cast<float*>(const_b_.data()) : b;
       args.emplace(DNNL_ARG_BIAS, memory(p.bias_md, eng, bp));
     }
     if (p.scratch_bytes) {

@@ -32,6 +32,10 @@ struct ConvAttrs {
   // simd_math::silu, instead of as oneDNN's eltwise_swish post-op (which added 0.27-0.33 ns per output float to
   // EfficientNet-B0's convolutions on Zen 5; silu takes 0.21).
   bool host_silu = false;
+  // No output_scale/shift/min/max after the activation.
+  bool output_untouched() const {
+    return output_scale == 1.0f && output_shift == 0.0f && output_min == -FLT_MAX && output_max == FLT_MAX;
+  }
 };
 
 inline ConvAttrs read_conv_attrs(const oph::Attrs& at, bool transpose) {

@@ -6,7 +6,8 @@
 // through `ophost run`.
 //
 // Accuracy against the correctly rounded result (float32): exp 1 ULP (Highway), log and tanh 4 ULP (Highway),
-// sigmoid 4 ULP (built on exp), silu 3.1 ULP from x = -87 on (below, where |silu(x)| < 1.5e-36, within 4e-37 of it), erf 3 ULP (x * P(x^2) below 0.921875, 1 - exp(Q(|x|)) above, fitted here
+// sigmoid 4 ULP (built on exp), silu 3.1 ULP from x = -87 on (below, where |silu(x)| < 1.5e-36, within 4e-37 of
+// it), erf 3 ULP (x * P(x^2) below 0.921875, 1 - exp(Q(|x|)) above, fitted here
 // (tools/dev/fit_erf.py); +-1 from 3.92 on, where erf rounds to 1), gelu 2 units of max(ULP(result), ULP(1) * |x| / 2)
 // (Gelu-20's formula 0.5 x (1 + erf(x / sqrt(2))) as written, as ONNX Runtime computes it: 1 + erf cancels below
 // x = -1, see GeluV), gelu_tanh 160 ULP (2 for x >= 0, 14 on [-3, 0]: the
