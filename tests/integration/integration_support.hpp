@@ -180,12 +180,16 @@ inline ProcResult ophost(const std::vector<std::string>& args, const RunOptions&
   return run_process(kOphost, args, opt);
 }
 
-// A clean failure: exited (no signal, no timeout) with a non-zero status.
+// The exit status of a process that a sanitizer stopped with a report (exitcode=86 in tools/dev/sanitize.sh).
+inline constexpr int kSanitizerExitCode = 86;
+
+// A clean failure: exited (no signal, no timeout, no sanitizer report) with a non-zero status.
 #define EXPECT_CLEAN_FAILURE(r)                                                \
   do {                                                                         \
     EXPECT_FALSE((r).timed_out) << (r).describe();                             \
     EXPECT_EQ((r).signal, 0) << (r).describe();                                \
     EXPECT_GT((r).exit_code, 0) << (r).describe();                             \
+    EXPECT_NE((r).exit_code, kSanitizerExitCode) << (r).describe();            \
   } while (0)
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -542,10 +542,11 @@ TEST(PluginTrust, ALibrarySwappedAfterTheCheckIsNeverLoaded) {
   opt.env["FAKE_EVIL_MARKER"] = marker.string();
   opt.env["OPHOST_VERIFY_CACHE_DIR"] = (tmp.path() / "cache").string();
   int loaded = 0, rejected = 0, other = 0;
-  // 300 starts, or as many as fit in 25 s (sanitizer builds start slowly; the old path-based load failed a
-  // quarter of its starts, so even 30 starts would show it).
+  // At least 30 starts (the old path-based load failed a quarter of its starts, so 30 show it), then more up to
+  // 300 while 25 s have not passed. A sanitizer build on 2 busy cores starts ~1 process a second: a time limit
+  // alone gave 20 there (CI, session 9).
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < 300 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(25); ++i) {
+  for (int i = 0; i < 30 || (i < 300 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(25)); ++i) {
     ProcResult r = ophost({"plugins", "--plugin-path", (tmp.path() / "root").string()}, opt);
     if (r.out.find("loaded    fakegood") != std::string::npos) ++loaded;
     else if (r.out.find("rejected  fakegood") != std::string::npos) ++rejected;
