@@ -12,7 +12,7 @@
 // models took over 600 s there. A fork from the loaded state costs milliseconds. The children leave with _exit:
 // no LeakSanitizer scan per model (leaks are checked by every other test under ASan).
 //
-//     ophost_sweep_runner PLUGIN_DIR MAX_TENSOR_BYTES TIMEOUT_S < paths
+//     ophost_sweep_runner PLUGIN_DIR[:PLUGIN_DIR...] MAX_TENSOR_BYTES TIMEOUT_S < paths
 #include "common.hpp"  // tools/ophost: prepare_inputs, the --random fill of `ophost run`
 
 #include <ophost/runtime.hpp>
@@ -26,6 +26,7 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -54,7 +55,7 @@ constexpr int kChildCleanError = 3;  // not 1: ASan and UBSan exit with 1 after 
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: ophost_sweep_runner PLUGIN_DIR MAX_TENSOR_BYTES TIMEOUT_S < model paths\n");
+    std::fprintf(stderr, "usage: ophost_sweep_runner PLUGIN_DIR[:PLUGIN_DIR...] MAX_TENSOR_BYTES TIMEOUT_S < model paths\n");
     return 2;
   }
   const uint64_t max_tensor_bytes = std::strtoull(argv[2], nullptr, 10);
@@ -63,7 +64,11 @@ int main(int argc, char** argv) {
   ophost::RuntimeOptions ro;
   ro.use_env_plugin_path = false;
   ro.use_default_plugin_dir = false;
-  ro.plugin_paths = {argv[1]};
+  for (std::string_view dirs = argv[1]; !dirs.empty();) {  // PLUGIN_DIR[:PLUGIN_DIR...]
+    const size_t colon = dirs.find(':');
+    ro.plugin_paths.emplace_back(dirs.substr(0, colon));
+    dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
+  }
   ro.intra_op_threads = 1;  // --threads 1; and no pool thread exists when the children are forked
   ophost::Runtime rt(ro);
   std::string path;
