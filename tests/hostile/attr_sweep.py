@@ -126,14 +126,12 @@ def write_model(folder, label, model):
 def run_batch(runner, plugin_dir, paths, timeout):
     """{path: verdict} from one runner process ("ok", "error", "crash:SIG", "exit:N"; "lost" when it printed no
     line for a path: the runner itself died)."""
-    p = subprocess.run([runner, plugin_dir, str(MAX_TENSOR_BYTES), str(int(timeout))], input="\n".join(paths) + "\n",
+    p = subprocess.run([runner, str(MAX_TENSOR_BYTES), str(int(timeout)), plugin_dir], input="\n".join(paths) + "\n",
                        capture_output=True, text=True)
     verdicts = {}
     for line in p.stdout.splitlines():
         verdict, _, path = line.partition(" ")
         verdicts[path] = verdict
-    if p.returncode != 0:
-        sys.stderr.write(p.stderr)
     for path in paths:
         verdicts.setdefault(path, "lost (runner exit %d)" % p.returncode)
     # The children's stderr (clean errors, sanitizer reports) is kept for the findings only.
@@ -148,7 +146,7 @@ def finding(verdict):
     if verdict.startswith("crash:"):
         return "crash (SIG%s)" % verdict[len("crash:"):]
     if verdict.startswith("exit:"):
-        return "exit code %s: a sanitizer report (see the log above)" % verdict[len("exit:"):]
+        return "exit code %s: a sanitizer report or an exit() (see the log above)" % verdict[len("exit:"):]
     return verdict
 
 
@@ -172,16 +170,16 @@ def main():
             work.append((label, write_model(folder, label, m)))
     jobs = max(1, a.jobs)
     batches = [[p for _, p in work[i::jobs]] for i in range(jobs)]
+    label_of = {path: label for label, path in work}
     findings = []
     with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
         for verdicts, stderr in ex.map(lambda b: run_batch(runner, plugin_dir, b, a.timeout), batches):
-            bad = [(label, finding(verdicts[path]), path) for label, path in work
-                   if path in verdicts and finding(verdicts[path])]
+            bad = [(path, what) for path, v in verdicts.items() if (what := finding(v))]
             if bad:
                 sys.stderr.write(stderr)
-            for label, what, path in bad:
-                findings.append((label, what, path))
-                print("FINDING %s: %s\n    %s" % (label, what, repro(a.ophost, path)))
+            for path, what in bad:
+                findings.append((label_of[path], what, path))
+                print("FINDING %s: %s\n    %s" % (label_of[path], what, repro(a.ophost, path)))
     print("attr sweep: %d models (%d ops), %d crashes, hangs or sanitizer reports; models in %s" %
           (len(work), len({w[0].split("-")[0] for w in work}), len(findings), folder))
     if not findings:

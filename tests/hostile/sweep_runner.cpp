@@ -5,14 +5,15 @@
 //     ok PATH          the model ran
 //     error PATH       a clean error (an exception reached the top: ophost::Error or std::exception)
 //     crash:SIG PATH   the child died by a signal (SIGALRM: it ran past --timeout)
-//     exit:N PATH      the child exited otherwise: a sanitizer report (ASan/UBSan exit with 1 after printing it)
+//     exit:N PATH      the child exited otherwise: a sanitizer report (86 under tools/dev/sanitize.sh, whose
+//                      exitcode=86 the ASan/UBSan default of 1 would otherwise be) or an exit() in a kernel
 //
 // Why a runner: one `ophost run` process per model costs ~0.85 s of start-up and exit under ASan (dynamic
 // relocation of ~70 instrumented libraries, plugin loading, LeakSanitizer's scan at exit); the sweep's 1112
 // models took over 600 s there. A fork from the loaded state costs milliseconds. The children leave with _exit:
 // no LeakSanitizer scan per model (leaks are checked by every other test under ASan).
 //
-//     ophost_sweep_runner PLUGIN_DIR[:PLUGIN_DIR...] MAX_TENSOR_BYTES TIMEOUT_S < paths
+//     ophost_sweep_runner MAX_TENSOR_BYTES TIMEOUT_S PLUGIN_DIR... < paths
 #include "common.hpp"  // tools/ophost: prepare_inputs, the --random fill of `ophost run`
 
 #include <ophost/runtime.hpp>
@@ -20,18 +21,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
-#include <string_view>
 
 namespace {
 
 constexpr int kChildRan = 0;
-constexpr int kChildCleanError = 3;  // not 1: ASan and UBSan exit with 1 after a report
+constexpr int kChildCleanError = 3;  // not 1: ASan and UBSan exit with 1 after a report unless told otherwise
 
 [[noreturn]] void run_child(ophost::Runtime& rt, const std::string& path, uint64_t max_tensor_bytes,
                             unsigned timeout_s) {
@@ -54,21 +55,17 @@ constexpr int kChildCleanError = 3;  // not 1: ASan and UBSan exit with 1 after 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: ophost_sweep_runner PLUGIN_DIR[:PLUGIN_DIR...] MAX_TENSOR_BYTES TIMEOUT_S < model paths\n");
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: ophost_sweep_runner MAX_TENSOR_BYTES TIMEOUT_S PLUGIN_DIR... < model paths\n");
     return 2;
   }
-  const uint64_t max_tensor_bytes = std::strtoull(argv[2], nullptr, 10);
-  const unsigned timeout_s = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
+  const uint64_t max_tensor_bytes = std::strtoull(argv[1], nullptr, 10);
+  const unsigned timeout_s = static_cast<unsigned>(std::strtoul(argv[2], nullptr, 10));
   ophost::cli::setup_logging("", "warn");  // as `ophost run`: $OPHOST_LOG_LEVEL, else warnings
   ophost::RuntimeOptions ro;
   ro.use_env_plugin_path = false;
   ro.use_default_plugin_dir = false;
-  for (std::string_view dirs = argv[1]; !dirs.empty();) {  // PLUGIN_DIR[:PLUGIN_DIR...]
-    const size_t colon = dirs.find(':');
-    ro.plugin_paths.emplace_back(dirs.substr(0, colon));
-    dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
-  }
+  ro.plugin_paths.assign(argv + 3, argv + argc);
   ro.intra_op_threads = 1;  // --threads 1; and no pool thread exists when the children are forked
   ophost::Runtime rt(ro);
   std::string path;
@@ -84,10 +81,14 @@ int main(int argc, char** argv) {
     if (pid == 0) run_child(rt, path, max_tensor_bytes, timeout_s);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {
+      if (errno != EINTR) {
+        std::perror("ophost_sweep_runner: waitpid");
+        return 2;
+      }
     }
     if (WIFSIGNALED(status)) {
-      std::printf("crash:%s %s\n", sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?",
-                  path.c_str());
+      const char* sig = sigabbrev_np(WTERMSIG(status));
+      std::printf("crash:%s %s\n", sig ? sig : "?", path.c_str());
     } else if (WEXITSTATUS(status) == kChildRan) {
       std::printf("ok %s\n", path.c_str());
     } else if (WEXITSTATUS(status) == kChildCleanError) {

@@ -40,7 +40,7 @@ def main():
             paths[op] = os.path.join(d, op + ".onnx")
             with open(paths[op], "wb") as f:
                 f.write(model(op).SerializeToString())
-        p = subprocess.run([runner, plugin_dir + ":" + crash_dir, str(1 << 26), "2"],
+        p = subprocess.run([runner, str(1 << 26), "2", plugin_dir, crash_dir],
                            input="\n".join(paths.values()) + "\n", capture_output=True, text=True, timeout=120)
         got = {}
         for line in p.stdout.splitlines():
