@@ -346,8 +346,8 @@ class ConvKernel {
       candidates.emplace_back(src_tag, dst_tag);
       if (nchwc_block(g.C) && nchwc_block(g.OC)) candidates.emplace_back(nchwc_tag(g.C), nchwc_tag(g.OC));
       // An 8-channel-block side (C or OC a multiple of 8 only) on AVX-512, below the brgconv threshold: reorder
-      // that side alone into 16-channel blocks (channels zero-padded to the next 16, in the conv's scratch) and
-      // run the AVX-512 blocked kernel; the 16-channel side stays as it is. M-LSD's 24 <-> 144 pointwise convs at
+      // only the sides not already in 16-channel blocks (channels zero-padded to the next 16, in the conv's
+      // scratch) and run the AVX-512 blocked kernel; a 16-channel-block side stays as it is. M-LSD's 24 <-> 144 pointwise convs at
       // 80x80 reordered the 3.6 MB 144-channel tensor (~220 us) around channels-last brgconv_1x1; now a ~25 us
       // reorder of the 24-channel one (activation reorders 2.6 -> 0.8 ms per run; ab_builds, Zen 5, native:
       // M-LSD 20.86 -> 19.72 ms, EfficientNet-B0 7.96 -> 7.60, MobileNetV2 4.61 -> 4.18).
