@@ -60,7 +60,7 @@ struct BlockedGapK {
     const size_t blocks = g.n * g.c / g.block, hw = g.hw;
     const size_t grain = std::max<size_t>(1, kGrain / std::max<size_t>(1, hw * g.block));
     const bool b16 = g.block == 16;
-    ctx.parallel_for(blocks, grain, [=](size_t lo, size_t hi) {
+    parallel_for(blocks, grain, [=](size_t lo, size_t hi) {
       const size_t B = b16 ? 16 : 8;
       if (b16) gap_blocks<16>(X + lo * hw * B, Y + lo * B, hi - lo, hw);
       else gap_blocks<8>(X + lo * hw * B, Y + lo * B, hi - lo, hw);
@@ -101,7 +101,7 @@ struct BlockedMulK {
     const size_t blocks = g.n * g.c / g.block, hw = g.hw, c = g.c;
     const bool s_batch = ss[0] != 1, b16 = g.block == 16;
     const size_t grain = std::max<size_t>(1, kGrain / std::max<size_t>(1, hw * g.block));
-    ctx.parallel_for(blocks, grain, [=](size_t lo, size_t hi) {
+    parallel_for(blocks, grain, [=](size_t lo, size_t hi) {
       if (b16) mul_blocks<16>(X, S, Y, lo, hi - lo, hw, c, s_batch);
       else mul_blocks<8>(X, S, Y, lo, hi - lo, hw, c, s_batch);
     });

@@ -15,7 +15,7 @@ void cast_buffer(const oph::KernelContext& ctx, oph_dtype from, const void* src,
     dispatch_all(to, op, [&]<class D>(std::type_identity<D>) {
       const S* s = static_cast<const S*>(src);
       D* d = static_cast<D*>(dst);
-      ctx.parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
+      parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
         for (size_t i = lo; i < hi; ++i) d[i] = convert<D>(s[i]);
       });
     });

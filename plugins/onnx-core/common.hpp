@@ -4,6 +4,8 @@
 
 #include <ophost/ophost_plugin.hpp>
 
+#include "team.hpp"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -296,7 +298,7 @@ inline void copy_bytes(const oph::KernelContext& ctx, void* dst, const void* src
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
   constexpr size_t kChunk = 1 << 20;
-  ctx.parallel_for((bytes + kChunk - 1) / kChunk, 1, [=](size_t b, size_t e) {
+  parallel_for((bytes + kChunk - 1) / kChunk, 1, [=](size_t b, size_t e) {
     size_t lo = b * kChunk, hi = std::min(bytes, e * kChunk);
     std::memcpy(d + lo, s + lo, hi - lo);
   });
@@ -351,7 +353,7 @@ inline void strided_copy(const oph::KernelContext& ctx, void* dst, const void* s
   auto run = [&]<class T>(std::type_identity<T>) {
     const T* S = static_cast<const T*>(src);
     T* D = static_cast<T*>(dst);
-    ctx.parallel_for(rows, std::max<size_t>(1, kGrain / inner), [&](size_t lo, size_t hi) {
+    parallel_for(rows, std::max<size_t>(1, kGrain / inner), [&](size_t lo, size_t hi) {
       std::array<int64_t, OPH_MAX_NDIM> idx{};
       size_t rem = lo;
       int64_t off = base;
@@ -390,7 +392,7 @@ inline void strided_copy(const oph::KernelContext& ctx, void* dst, const void* s
 
 template <class TI, class TO, class Op>
 void unary_apply(const oph::KernelContext& ctx, const TI* x, TO* y, size_t n, Op op) {
-  ctx.parallel_for(n, kGrain, [=](size_t b, size_t e) {
+  parallel_for(n, kGrain, [=](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) y[i] = op(x[i]);
   });
 }
@@ -400,7 +402,7 @@ inline void unary_apply_f32(const oph::KernelContext& ctx, const oph::TensorRef&
                             void (*fn)(const float*, float*, size_t)) {
   const float* X = static_cast<const float*>(x.data());
   float* Y = static_cast<float*>(y.data());
-  ctx.parallel_for(x.size(), kGrain, [=](size_t lo, size_t hi) { fn(X + lo, Y + lo, hi - lo); });
+  parallel_for(x.size(), kGrain, [=](size_t lo, size_t hi) { fn(X + lo, Y + lo, hi - lo); });
 }
 
 // out = op(a, b) with ONNX multidirectional broadcasting; `oshape` is broadcast_shapes(ashape, bshape).
@@ -413,7 +415,7 @@ void binary_apply(const oph::KernelContext& ctx, const TA* a, std::span<const in
   // Fast path 1: same number of elements with the same shape (after dropping leading 1s: equal numel and
   // both equal to the output numel means no dimension is broadcast).
   if (na == n && nb == n) {
-    ctx.parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
+    parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
       for (size_t i = lo; i < hi; ++i) out[i] = op(a[i], b[i]);
     });
     return;
@@ -421,14 +423,14 @@ void binary_apply(const oph::KernelContext& ctx, const TA* a, std::span<const in
   // Fast path 2: one side is a scalar.
   if (nb == 1 && na == n) {
     const TB bv = b[0];
-    ctx.parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
+    parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
       for (size_t i = lo; i < hi; ++i) out[i] = op(a[i], bv);
     });
     return;
   }
   if (na == 1 && nb == n) {
     const TA av = a[0];
-    ctx.parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
+    parallel_for(n, kGrain, [=](size_t lo, size_t hi) {
       for (size_t i = lo; i < hi; ++i) out[i] = op(av, b[i]);
     });
     return;
@@ -463,7 +465,7 @@ void binary_apply(const oph::KernelContext& ctx, const TA* a, std::span<const in
   const size_t rows = n / inner_n;
   const size_t nd = ndims - 1;  // outer dims
   const Dim* dp = dims;
-  ctx.parallel_for(rows, std::max<size_t>(1, kGrain / inner_n), [=](size_t lo, size_t hi) {
+  parallel_for(rows, std::max<size_t>(1, kGrain / inner_n), [=](size_t lo, size_t hi) {
     for (size_t row = lo; row < hi; ++row) {
       int64_t oa = 0, ob = 0;
       size_t rem = row;

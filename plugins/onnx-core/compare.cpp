@@ -110,7 +110,7 @@ void where_compute(const oph::KernelContext& ctx) {
   char* O = static_cast<char*>(out.data());
   const size_t r = oshape.size();
   auto body = [&]<class T>(std::type_identity<T>) {
-    ctx.parallel_for(n, kGrain, [&](size_t lo, size_t hi) {
+    parallel_for(n, kGrain, [&](size_t lo, size_t hi) {
       std::array<int64_t, OPH_MAX_NDIM> idx{};
       size_t rem = lo;
       int64_t oc = 0, ox = 0, oy = 0;

@@ -9,9 +9,9 @@
 // FusedConv's optional Z (conv-add-fusion) is added before the activation: y = act(conv(x) + z), a oneDNN sum
 // post-op.
 //
-// Threads: Debian's oneDNN uses the OpenMP runtime. Every primitive runs after omp_set_num_threads(n) on the
-// calling thread, n from dnnl_threads() below (host config, else the host pool's size); OMP_NUM_THREADS set by
-// the user is left alone.
+// Threads: Debian's oneDNN uses the OpenMP runtime. Every primitive is built and runs after omp_set_num_threads(n)
+// on the calling thread: n = team_threads() (host config, else the host pool's size, else the user's
+// OMP_NUM_THREADS), or fewer for a small convolution (conv_threads below).
 #include "common.hpp"
 #include "conv_geom.hpp"
 #include "dnnl_util.hpp"
@@ -141,7 +141,24 @@ struct Prim {
   // Pointwise on plain NCHW: one sgemm per image instead of a primitive (see build), then Relu here if any.
   bool sgemm = false, sgemm_relu = false;
   size_t scratch_bytes = 0, src_bytes = 0, dst_bytes = 0;
+  int threads = 1;  // the OpenMP team it is built for and runs on (conv_threads)
 };
+
+// Threads for one convolution: one per `per_thread` floating-point operations (2 x multiply-adds), at most the
+// team's size. Every parallel region oneDNN runs (the reorders of X and Y and the convolution: up to 3 per node)
+// costs a fork and a join: on a 2-vCPU VM (Zen 5) a 96-channel 3x3 depthwise convolution at 8x8 took 1.8 us on
+// one thread and 7.1 us on two, each of its reorders 0.7 and 4.8 us (ONEDNN_VERBOSE=2). Per model the threshold
+// mattered little between 1e5 and 3e6 FLOP per thread (interleaved runs, 2 threads); what it must catch are
+// the squeeze-excitation convolutions on 1x1 pixels (tens of kFLOP, 2-4 us on one thread, 8-16 on two). The
+// NCHW sgemm path takes 2e6: 24 -> 58 channels at 28x28 (2.2 MFLOP) took 10.4 us on one thread, 12.7 on two;
+// 58 -> 58 (5.3 MFLOP) 23.8 and 18.2.
+int conv_threads(const ConvGeom& g, int team, double per_thread) {
+  double flops = 2.0 * static_cast<double>(g.C / g.G);
+  for (int64_t d : g.out_shape) flops *= static_cast<double>(d);
+  for (int64_t k : g.k) flops *= static_cast<double>(k);
+  return static_cast<int>(std::clamp(flops / per_thread, 1.0, static_cast<double>(std::max(team, 1))));
+}
+constexpr double kConvFlopPerThread = 1e5, kSgemmFlopPerThread = 2e6;
 
 struct Scratch {
   std::vector<char> buf;
@@ -175,7 +192,7 @@ class ConvKernel {
       activation_post_ops(a_);  // an unsupported activation fails here, at load
       a_.host_silu = a_.activation == "Swish" && a_.output_untouched();
     }
-    threads_ = dnnl_threads();
+    threads_ = team_threads();
     const float* const_w_data = nullptr;  // valid during this call only
     if (init.num_inputs() > 1 && init.input(1).constant) {
       const oph_tensor* t = init.input(1).constant;
@@ -247,7 +264,7 @@ class ConvKernel {
     run(*p, x.data(), w.data(), b.present() ? b.data() : nullptr, z, y.data());
     if (a_.host_silu) {  // elementwise: the same in any layout (a blocked Y has no padding)
       float* yf = static_cast<float*>(y.data());
-      ctx.parallel_for(static_cast<size_t>(oph::numel(p->g.out_shape)), kGrain,
+      parallel_for(static_cast<size_t>(oph::numel(p->g.out_shape)), kGrain,
                        [yf](size_t lo, size_t hi) { simd_math::silu(yf + lo, yf + lo, hi - lo); });
     }
   }
@@ -265,12 +282,13 @@ class ConvKernel {
   std::shared_ptr<const Prim> build(const std::vector<int64_t>& key, const std::vector<int64_t>& wshape, bool bias,
                                     const float* wdata) {
     std::span<const int64_t> xs(key.data(), key.size() - 1);
-    // oneDNN partitions a primitive's work for the OpenMP team size current at creation: set it first, or a
-    // primitive built at load (static shapes) runs on every core whatever --threads says.
-    if (threads_ > 0) omp_set_num_threads(threads_);
     auto p = std::make_shared<Prim>();
     p->g = conv_geom(a_, xs, wshape);
     const ConvGeom& g = p->g;
+    // oneDNN partitions a primitive's work for the OpenMP team size current at creation: set it first, or a
+    // primitive built at load (static shapes) runs on every core whatever --threads says.
+    p->threads = conv_threads(g, threads_, kConvFlopPerThread);
+    omp_set_num_threads(p->threads);
     const size_t n = g.nsp;
     auto& eng = cpu_engine();
     const tag pt = plain_tag(n);
@@ -315,6 +333,7 @@ class ConvKernel {
     if (!a_.transpose && pointwise && g.G == 1 && !a_.x_blocked && !a_.y_blocked && !a_.z_blocked && plain_act &&
         a_.output_untouched()) {
       p->sgemm = true;
+      p->threads = conv_threads(g, threads_, kSgemmFlopPerThread);
       p->sgemm_relu = a_.activation == "Relu";
       p->impl = "sgemm (NCHW)";
       return p;
@@ -495,7 +514,7 @@ class ConvKernel {
   // The pointwise convolution of Prim::sgemm: per image, Y starts as Z (when summed) plus B broadcast over the
   // pixels, then Y += W X by sgemm, then Relu.
   void run_sgemm(const Prim& p, const float* x, const float* w, const float* b, const float* z, float* y) const {
-    if (threads_ > 0) omp_set_num_threads(threads_);
+    omp_set_num_threads(p.threads);
     const ConvGeom& g = p.g;
     int64_t hw = 1;
     for (size_t i = 2; i < g.out_shape.size(); ++i) hw *= g.out_shape[i];
@@ -539,7 +558,7 @@ class ConvKernel {
     auto& eng = cpu_engine();
     thread_local dnnl::stream stream(eng);
     thread_local Scratch scratch, src_buf, dst_buf, wei_buf, z_buf;
-    if (threads_ > 0) omp_set_num_threads(threads_);
+    omp_set_num_threads(p.threads);
     memory user_src(p.user_src, eng, x), user_dst(p.user_dst, eng, y);
     memory src = user_src, dst = user_dst;
     if (p.reorder_src) {

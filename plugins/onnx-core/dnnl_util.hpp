@@ -135,9 +135,18 @@ inline int dnnl_threads() {
   return n;
 }
 
-// Sets oneDNN's OpenMP team size for the calling thread (see dnnl_threads()).
-inline void set_dnnl_threads() {
-  if (int n = dnnl_threads(); n > 0) omp_set_num_threads(n);
+// The OpenMP team's size for this pack's oneDNN primitives and its own loops (team.hpp): dnnl_threads(), else
+// (the user set OMP_NUM_THREADS) OpenMP's own default, read once, before anything here changed it.
+inline int team_threads() {
+  static const int n = [] {
+    const int d = dnnl_threads();
+    return d > 0 ? d : std::max(1, omp_get_max_threads());
+  }();
+  return n;
 }
+
+// Sets oneDNN's OpenMP team size for the calling thread (see team_threads()). Always set, never left as it is:
+// a small convolution runs on fewer threads (conv.cpp) and the next primitive must not inherit that.
+inline void set_dnnl_threads() { omp_set_num_threads(team_threads()); }
 
 }  // namespace onnx_core

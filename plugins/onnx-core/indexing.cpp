@@ -44,7 +44,7 @@ void gather_compute(const oph::KernelContext& ctx, int32_t since) {
   }
   const char* S = static_cast<const char*>(data.data());
   char* D = static_cast<char*>(y.data());
-  ctx.parallel_for(outer * ni, std::max<size_t>(1, kGrain / std::max<size_t>(1, inner)), [&](size_t lo, size_t hi) {
+  parallel_for(outer * ni, std::max<size_t>(1, kGrain / std::max<size_t>(1, inner)), [&](size_t lo, size_t hi) {
     for (size_t r = lo; r < hi; ++r) {
       size_t o = r / ni, j = r % ni;
       std::memcpy(D + r * block, S + (o * static_cast<size_t>(dim) + static_cast<size_t>(ix[j])) * block, block);

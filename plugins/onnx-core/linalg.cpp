@@ -121,7 +121,7 @@ void matmul_compute(const oph::KernelContext& ctx) {
     const size_t* ao = aoff.data();
     const size_t* bo = boff.data();
     size_t grain = std::max<size_t>(1, kGrain / std::max<size_t>(1, K * N));
-    ctx.parallel_for(rows, grain, [=](size_t lo, size_t hi) {
+    parallel_for(rows, grain, [=](size_t lo, size_t hi) {
       for (size_t r = lo; r < hi; ++r) {
         size_t bi = r / M, i = r % M;
         T* c = C + r * N;
@@ -146,7 +146,7 @@ void run_packed(const oph::KernelContext& ctx, const gemm_packed::PackedB& pb, c
   // Enough work per task to amortise a task switch: about kGrain multiply-adds per element of C's panel column.
   const size_t per_panel = std::max<size_t>(1, rows * K * pb.panel_width());
   const size_t grain = std::max<size_t>(1, (64 * kGrain) / per_panel);
-  ctx.parallel_for(panels, grain, [&](size_t lo, size_t hi) {
+  parallel_for(panels, grain, [&](size_t lo, size_t hi) {
     gemm_packed::multiply(pb, A, rows, K, C, N, bias, lo, hi);
   });
 }
@@ -353,7 +353,7 @@ struct GemmKernel {
       const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
       const bool ta_ = ta, tb_ = tb;
       size_t grain = std::max<size_t>(1, kGrain / std::max<size_t>(1, K * N));
-      ctx.parallel_for(M, grain, [=](size_t lo, size_t hi) {
+      parallel_for(M, grain, [=](size_t lo, size_t hi) {
         for (size_t i = lo; i < hi; ++i) {
           T* yr = Y + i * N;
           if (!tb_) {
@@ -571,7 +571,7 @@ void einsum_compute(oph::KernelContext& ctx) {
     T* yp = static_cast<T*>(y.data());
     std::vector<const T*> ptr;
     for (auto& t : in) ptr.push_back(static_cast<const T*>(t.data()));
-    ctx.parallel_for(nout, 64, [&](size_t lo, size_t hi) {
+    parallel_for(nout, 64, [&](size_t lo, size_t hi) {
       std::vector<int64_t> base(in.size());
       for (size_t o = lo; o < hi; ++o) {
         std::fill(base.begin(), base.end(), 0);

@@ -43,7 +43,7 @@ void register_float_unary(oph::Pack& pack, const char* name, int32_t since, int3
           const T* X = static_cast<const T*>(x.data());
           T* Y = static_cast<T*>(y.data());
           const float* pp = p.data();
-          ctx.parallel_for(x.size(), kGrain, [=](size_t lo, size_t hi) {
+          parallel_for(x.size(), kGrain, [=](size_t lo, size_t hi) {
             for (size_t i = lo; i < hi; ++i) Y[i] = static_cast<T>(fn(static_cast<double>(X[i]), pp));
           });
         });

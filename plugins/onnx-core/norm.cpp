@@ -31,7 +31,7 @@ void affine_planes(const oph::KernelContext& ctx, const T* x, T* y, size_t N, si
                    const std::vector<T>& a, const std::vector<T>& b, bool per_element) {
   const T* ap = a.data();
   const T* bp = b.data();
-  ctx.parallel_for(N * C, std::max<size_t>(1, kGrain / std::max<size_t>(inner, 1)), [=](size_t lo, size_t hi) {
+  parallel_for(N * C, std::max<size_t>(1, kGrain / std::max<size_t>(inner, 1)), [=](size_t lo, size_t hi) {
     for (size_t p = lo; p < hi; ++p) {
       const size_t c = p % C;
       const T* xs = x + p * inner;
@@ -118,7 +118,7 @@ struct InstanceNormKernel {
     dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
       const T* xp = static_cast<const T*>(x.data());
       T* yp = static_cast<T*>(y.data());
-      ctx.parallel_for(N * C, 1, [&](size_t lo, size_t hi) {
+      parallel_for(N * C, 1, [&](size_t lo, size_t hi) {
         for (size_t p = lo; p < hi; ++p) {
           const T* s = xp + p * inner;
           double sum = 0, sq = 0;
@@ -197,14 +197,14 @@ struct LayerNormKernel {
       float* ip = io.present() ? static_cast<float*>(io.data()) : nullptr;
       const size_t grain = std::max<size_t>(1, kGrain / std::max<size_t>(inner, 1));
       if constexpr (std::is_same_v<T, float>) {
-        ctx.parallel_for(outer, grain, [&](size_t lo, size_t hi) {
+        parallel_for(outer, grain, [&](size_t lo, size_t hi) {
           norm_simd::layer_norm_rows({xp + lo * inner, yp ? yp + lo * inner : nullptr, hi - lo, inner, sp, s1, bp, b1,
                                       epsilon, mp ? mp + lo : nullptr, ip ? ip + lo : nullptr});
         });
         return;
       }
       const double eps = epsilon;
-      ctx.parallel_for(outer, grain, [&](size_t lo, size_t hi) {
+      parallel_for(outer, grain, [&](size_t lo, size_t hi) {
         for (size_t r = lo; r < hi; ++r) {
           const T* s = xp + r * inner;
           double sum = 0, sq = 0;

@@ -45,7 +45,7 @@ void global_pool_compute(const oph::KernelContext& ctx) {
   dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* xp = static_cast<const T*>(x.data());
     T* yp = static_cast<T*>(y.data());
-    ctx.parallel_for(planes, std::max<size_t>(1, kGrain / std::max<size_t>(hw, 1)), [=](size_t b, size_t e) {
+    parallel_for(planes, std::max<size_t>(1, kGrain / std::max<size_t>(hw, 1)), [=](size_t b, size_t e) {
       for (size_t p = b; p < e; ++p) {
         const T* s = xp + p * hw;
         if constexpr (kMax) {
@@ -209,7 +209,7 @@ void pool_run(const oph::KernelContext& ctx, const PoolAttrs& a, const PoolGeom&
   if (is_max && !ind && g0.n == 2 && d[1] == 1 && d[2] == 1) {
     // 2-d max without Indices: row by row, each kernel tap a pass over the output row's valid columns (no
     // per-element bounds checks). NaN propagates as in numpy's max.
-    ctx.parallel_for(static_cast<size_t>(planes), 1, [&](size_t pb0, size_t pe0) {
+    parallel_for(static_cast<size_t>(planes), 1, [&](size_t pb0, size_t pe0) {
       for (size_t p = pb0; p < pe0; ++p) {
         const T* xp = x + p * in_sz;
         T* yp = y + p * out_sz;
@@ -240,7 +240,7 @@ void pool_run(const oph::KernelContext& ctx, const PoolAttrs& a, const PoolGeom&
     });
     return;
   }
-  ctx.parallel_for(static_cast<size_t>(planes), 1, [&](size_t pb0, size_t pe0) {
+  parallel_for(static_cast<size_t>(planes), 1, [&](size_t pb0, size_t pe0) {
     for (size_t p = pb0; p < pe0; ++p) {
       const T* xp = x + p * in_sz;
       T* yp = y + p * out_sz;

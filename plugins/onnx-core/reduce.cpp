@@ -118,7 +118,7 @@ void reduce_typed(const oph::KernelContext& ctx, Kind kind, const T* X, std::spa
   const size_t count = red_offsets.size();
   const int64_t* ro = red_offsets.data();
   using A = Acc<T>;
-  ctx.parallel_for(out_n, std::max<size_t>(1, kGrain / std::max<size_t>(1, count)), [&](size_t lo, size_t hi) {
+  parallel_for(out_n, std::max<size_t>(1, kGrain / std::max<size_t>(1, count)), [&](size_t lo, size_t hi) {
     for (size_t o = lo; o < hi; ++o) {
       int64_t base = 0;
       size_t rem = o;
@@ -258,7 +258,7 @@ void arg_compute(const oph::KernelContext& ctx, const std::string& op, int32_t s
   int64_t* Y = static_cast<int64_t*>(y.data());
   dispatch_reduce(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* X = static_cast<const T*>(x.data());
-    ctx.parallel_for(outer * inner, std::max<size_t>(1, kGrain / std::max<size_t>(1, len)), [&](size_t lo, size_t hi) {
+    parallel_for(outer * inner, std::max<size_t>(1, kGrain / std::max<size_t>(1, len)), [&](size_t lo, size_t hi) {
       for (size_t r = lo; r < hi; ++r) {
         const size_t o = r / inner, j = r % inner;
         const T* xb = X + o * len * inner + j;

@@ -352,7 +352,7 @@ void resize_run(const oph::KernelContext& ctx, const ResizeAttrs& a, const Resiz
   const T extra = static_cast<T>(a.extrapolation);
   const AxisTaps& last = taps[r - 1];
   const bool nearest = a.mode == Mode::kNearest;
-  ctx.parallel_for(rows, std::max<size_t>(1, kGrain / std::max<int64_t>(W, 1)), [&](size_t lo, size_t hi) {
+  parallel_for(rows, std::max<size_t>(1, kGrain / std::max<int64_t>(W, 1)), [&](size_t lo, size_t hi) {
     std::vector<int64_t> offs;
     std::vector<float> wts;
     std::vector<int64_t> idx(r - 1);

@@ -251,7 +251,7 @@ void concat_compute(const oph::KernelContext& ctx, bool allow_negative) {
     const size_t row = static_cast<size_t>(t.shape()[ax]) * inner;
     const char* src = static_cast<const char*>(t.data());
     if (row) {
-      ctx.parallel_for(outer, std::max<size_t>(1, (kGrain * 4) / row), [=](size_t lo, size_t hi) {
+      parallel_for(outer, std::max<size_t>(1, (kGrain * 4) / row), [=](size_t lo, size_t hi) {
         for (size_t o = lo; o < hi; ++o) std::memcpy(dst + o * out_row + col, src + o * row, row);
       });
     }

@@ -60,13 +60,13 @@ struct SoftmaxKernel {
       size_t grain = std::max<size_t>(1, kGrain / (len * inner));
       if constexpr (std::is_same_v<T, float>) {
         if (inner == 1) {  // rows of the last axis: one dispatched call per task
-          ctx.parallel_for(g.outer, grain, [=](size_t lo, size_t hi) {
+          parallel_for(g.outer, grain, [=](size_t lo, size_t hi) {
             simd_math::softmax_rows(X + lo * len, Y + lo * len, hi - lo, len);
           });
           return;
         }
       }
-      ctx.parallel_for(g.outer, grain, [=](size_t lo, size_t hi) {
+      parallel_for(g.outer, grain, [=](size_t lo, size_t hi) {
         std::vector<T> mx(inner), sum(inner);
         for (size_t o = lo; o < hi; ++o) {
           const T* xb = X + o * len * inner;
@@ -152,7 +152,7 @@ struct LogSoftmaxKernel {
     dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
       const T* X = static_cast<const T*>(x.data());
       T* Y = static_cast<T*>(y.data());
-      ctx.parallel_for(outer * inner, std::max<size_t>(1, kGrain / len), [=](size_t lo, size_t hi) {
+      parallel_for(outer * inner, std::max<size_t>(1, kGrain / len), [=](size_t lo, size_t hi) {
         for (size_t r = lo; r < hi; ++r) {
           const size_t o = r / inner, j = r % inner;
           const T* xb = X + o * len * inner + j;
