@@ -331,6 +331,48 @@ AxisTaps axis_taps(const ResizeAttrs& a, int64_t len_in, int64_t len_out, float 
   return t;
 }
 
+// Linear resize of the last two axes of float32 planes (every outer axis kept as it is; not tf_crop_and_resize):
+// each input row a plane needs is interpolated along W once (2 taps per output column), then each output row
+// is the blend of two such rows (contiguous, vectorised). The general loop below gathered 4 inputs per output
+// and rebuilt its corner list per row: M-LSD's 64x40x40 -> 64x80x80 took 797 us there (1.9 ns per output;
+// ONNX Runtime's three upsamples 335 us together). Same products and sums in the same order as that loop, so
+// the same results bit for bit.
+void bilinear_planes(const AxisTaps& ty, const AxisTaps& tx, size_t planes, int64_t Hin, int64_t Win, int64_t Hout,
+                     int64_t Wout, const float* x, float* y) {
+  const size_t plane_out = static_cast<size_t>(Hout * Wout);
+  parallel_for(planes, std::max<size_t>(1, kGrain / std::max<size_t>(plane_out, 1)), [&](size_t lo, size_t hi) {
+    std::vector<float> rows(2 * static_cast<size_t>(Wout));
+    for (size_t pl = lo; pl < hi; ++pl) {
+      const float* xp = x + pl * static_cast<size_t>(Hin * Win);
+      float* yp = y + pl * plane_out;
+      int64_t held[2] = {-1, -1};  // the input rows the two buffers hold, interpolated along W
+      auto row = [&](int64_t iy, int64_t keep) -> const float* {
+        for (int b = 0; b < 2; ++b)
+          if (held[b] == iy) return rows.data() + b * Wout;
+        const int b = held[0] == keep ? 1 : 0;  // never overwrite the other row this output row needs
+        held[b] = iy;
+        float* r = rows.data() + b * Wout;
+        const float* xr = xp + iy * Win;
+        for (int64_t o = 0; o < Wout; ++o)
+          r[o] = tx.w[2 * o] * xr[tx.idx[2 * o]] + tx.w[2 * o + 1] * xr[tx.idx[2 * o + 1]];
+        return r;
+      };
+      for (int64_t oy = 0; oy < Hout; ++oy) {
+        const int64_t i0 = ty.idx[2 * oy], i1 = ty.idx[2 * oy + 1];
+        const float w0 = ty.w[2 * oy], w1 = ty.w[2 * oy + 1];
+        float* yr = yp + oy * Wout;
+        const float* top = row(i0, -1);
+        if (w1 == 0) {  // one input row (the general loop's single corner: w0 * top + 0 * top)
+          for (int64_t o = 0; o < Wout; ++o) yr[o] = w0 * top[o] + 0.0f * top[o];
+          continue;
+        }
+        const float* bot = row(i1, i0);
+        for (int64_t o = 0; o < Wout; ++o) yr[o] = w0 * top[o] + w1 * bot[o];
+      }
+    }
+  });
+}
+
 template <class T>
 void resize_run(const oph::KernelContext& ctx, const ResizeAttrs& a, const ResizePlan& p, std::span<const int64_t> in,
                 const T* x, T* y) {
@@ -346,6 +388,15 @@ void resize_run(const oph::KernelContext& ctx, const ResizeAttrs& a, const Resiz
   for (size_t k = r; k-- > 0;) {
     istride[k] = acc;
     acc *= in[k];
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    bool outer_kept = r >= 2 && a.mode == Mode::kLinear && a.ctm != Ctm::kTfCropAndResize;
+    for (size_t k = 0; outer_kept && k + 2 < r; ++k) outer_kept = taps[k].identity;
+    if (outer_kept) {
+      bilinear_planes(taps[r - 2], taps[r - 1], oph::numel(std::span<const int64_t>(in).first(r - 2)), in[r - 2],
+                      in[r - 1], p.out[r - 2], p.out[r - 1], x, y);
+      return;
+    }
   }
   const int64_t W = p.out[r - 1];
   const size_t rows = oph::numel(std::span<const int64_t>(p.out).first(r - 1));
