@@ -301,6 +301,14 @@ def cases():
                 coordinate_transformation_mode="pytorch_half_pixel")
     resize_case("resize19_linear_half_pixel_symmetric", 19, scales=[1, 1, 1.5, 0.75], mode="linear",
                 coordinate_transformation_mode="half_pixel_symmetric")
+    # The last-two-axes fast paths (resize.cpp: nearest_planes, bilinear_planes): PP-OCRv4's integer upsamples
+    # (rows copied, each element replicated 4 and 8 times), linear with input rows skipped, and a resized channel
+    # axis, which takes the general loop.
+    resize_case("resize11_nearest_asym_floor_up4x8", 11, scales=[1, 1, 4, 8], mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    resize_case("resize13_linear_rows_skipped", 13, scales=[1, 1, 0.4, 3], mode="linear")
+    resize_case("resize13_nearest_channels", 13, scales=[1, 2, 2, 1], mode="nearest")
+    resize_case("resize13_linear_channels", 13, scales=[1, 1.5, 1, 2], mode="linear")
     # Negative axes in opsets whose spec allows only [0, rank): accepted as ONNX Runtime does (PaddleOCR rec at
     # opset 9 has ReduceMean axes=[-1]); onnx-core logs each at debug level.
     x = f32(2, 3, 4)
