@@ -22,6 +22,18 @@ void run(size_t n, size_t grain, ChunkFn fn, void* body) {
     fn(body, 0, n);
     return;
   }
+  // One team at a time: a loop that starts while another thread's loop runs (the host's parallel execution mode
+  // runs independent nodes on several threads) runs inline instead of starting a second team of `threads` on
+  // the same cores, as the host's own pool does for a concurrent parallel_for.
+  static std::atomic<int> active{0};
+  if (active.fetch_add(1, std::memory_order_acq_rel) != 0) {
+    active.fetch_sub(1, std::memory_order_acq_rel);
+    fn(body, 0, n);
+    return;
+  }
+  struct Leave {
+    ~Leave() { active.fetch_sub(1, std::memory_order_acq_rel); }
+  } leave;
   // A few chunks per thread (uneven chunk costs balance out), taken in order from a shared counter.
   size_t chunks = std::min(max_chunks, static_cast<size_t>(threads) * 4);
   const size_t chunk = (n + chunks - 1) / chunks;
