@@ -152,11 +152,11 @@ struct Prim {
 // the squeeze-excitation convolutions on 1x1 pixels (tens of kFLOP, 2-4 us on one thread, 8-16 on two). The
 // NCHW sgemm path takes 2e6: 24 -> 58 channels at 28x28 (2.2 MFLOP) took 10.4 us on one thread, 12.7 on two;
 // 58 -> 58 (5.3 MFLOP) 23.8 and 18.2.
-int conv_threads(const ConvGeom& g, int team, double per_thread) {
+int conv_threads(const ConvGeom& g, double per_thread) {
   double flops = 2.0 * static_cast<double>(g.C / g.G);
   for (int64_t d : g.out_shape) flops *= static_cast<double>(d);
   for (int64_t k : g.k) flops *= static_cast<double>(k);
-  return static_cast<int>(std::clamp(flops / per_thread, 1.0, static_cast<double>(std::max(team, 1))));
+  return static_cast<int>(std::clamp(flops / per_thread, 1.0, static_cast<double>(team_threads())));
 }
 constexpr double kConvFlopPerThread = 1e5, kSgemmFlopPerThread = 2e6;
 
@@ -192,7 +192,6 @@ class ConvKernel {
       activation_post_ops(a_);  // an unsupported activation fails here, at load
       a_.host_silu = a_.activation == "Swish" && a_.output_untouched();
     }
-    threads_ = team_threads();
     const float* const_w_data = nullptr;  // valid during this call only
     if (init.num_inputs() > 1 && init.input(1).constant) {
       const oph_tensor* t = init.input(1).constant;
@@ -287,7 +286,7 @@ class ConvKernel {
     const ConvGeom& g = p->g;
     // oneDNN partitions a primitive's work for the OpenMP team size current at creation: set it first, or a
     // primitive built at load (static shapes) runs on every core whatever --threads says.
-    p->threads = conv_threads(g, threads_, kConvFlopPerThread);
+    p->threads = conv_threads(g, kConvFlopPerThread);
     omp_set_num_threads(p->threads);
     const size_t n = g.nsp;
     auto& eng = cpu_engine();
@@ -333,7 +332,7 @@ class ConvKernel {
     if (!a_.transpose && pointwise && g.G == 1 && !a_.x_blocked && !a_.y_blocked && !a_.z_blocked && plain_act &&
         a_.output_untouched()) {
       p->sgemm = true;
-      p->threads = conv_threads(g, threads_, kSgemmFlopPerThread);
+      p->threads = conv_threads(g, kSgemmFlopPerThread);
       p->sgemm_relu = a_.activation == "Relu";
       p->impl = "sgemm (NCHW)";
       return p;
@@ -608,7 +607,6 @@ class ConvKernel {
   }
 
   ConvAttrs a_;
-  int threads_ = 0;
   std::vector<float> const_b_;
   std::vector<int64_t> const_w_shape_;
   bool const_w_ = false;  // W is a constant of shape const_w_shape_ (read from the input when a primitive is built)

@@ -430,16 +430,18 @@ void resize_run(const oph::KernelContext& ctx, const ResizeAttrs& a, const Resiz
   }
   bool outer_kept = r >= 2 && a.ctm != Ctm::kTfCropAndResize;
   for (size_t k = 0; outer_kept && k + 2 < r; ++k) outer_kept = taps[k].identity;
-  if (outer_kept && a.mode == Mode::kNearest) {
-    nearest_planes<T>(taps[r - 2], taps[r - 1], oph::numel(std::span<const int64_t>(in).first(r - 2)), in[r - 2],
-                      in[r - 1], p.out[r - 2], p.out[r - 1], x, y);
-    return;
-  }
-  if constexpr (std::is_same_v<T, float>) {
-    if (outer_kept && a.mode == Mode::kLinear) {
-      bilinear_planes(taps[r - 2], taps[r - 1], oph::numel(std::span<const int64_t>(in).first(r - 2)), in[r - 2],
-                      in[r - 1], p.out[r - 2], p.out[r - 1], x, y);
+  if (outer_kept) {
+    const size_t planes = oph::numel(std::span<const int64_t>(in).first(r - 2));
+    const int64_t Hin = in[r - 2], Win = in[r - 1], Hout = p.out[r - 2], Wout = p.out[r - 1];
+    if (a.mode == Mode::kNearest) {
+      nearest_planes<T>(taps[r - 2], taps[r - 1], planes, Hin, Win, Hout, Wout, x, y);
       return;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (a.mode == Mode::kLinear) {
+        bilinear_planes(taps[r - 2], taps[r - 1], planes, Hin, Win, Hout, Wout, x, y);
+        return;
+      }
     }
   }
   const int64_t W = p.out[r - 1];
