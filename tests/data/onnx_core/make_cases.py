@@ -351,6 +351,7 @@ def cases():
     mh.ir_version = 7
     out.append(("fused_conv_hardswish_chain_opset11", mh, [("X", x)], ref, ("W", "B")))
     out.append(nchwc_chain_case())
+    out.append(winograd_chain_case())
     out.append(conv_dilated_wide_pad_clamp_case())
     out.extend(rnn_cases())
     out.extend(fusion_cases.cases(conv_ref))
@@ -511,6 +512,38 @@ def nchwc_chain_case():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
     m.ir_version = 7
     return ("nchwc_conv_chain", m, [("X", x)], ref, tuple(w))
+
+
+def winograd_chain_case():
+    """3x3 stride-1 convolutions with outputs of 13x13 and up, which onnx-core runs as Winograd F(4x4, 3x3) where
+    oneDNN has it (AVX-512; conv.cpp try_winograd): a plain X reordered in, blocked values between the convs, a
+    residual Add + Relu fused into the second one (sum post-op on a blocked Z), and an unpadded 3x3 (18 -> 16).
+    He-initialised weights keep values near 1, so the check's absolute bound (1e-5) sees Winograd's rounding
+    (about 1e-6 of the output's range) on near-zero elements too."""
+    rng = np.random.default_rng(11)
+    def he(*s):
+        return (rng.standard_normal(s) * np.sqrt(2.0 / (s[1] * s[2] * s[3]))).astype(np.float32)
+    x = rng.standard_normal((1, 16, 18, 18)).astype(np.float32)
+    w = {"W1": he(32, 16, 3, 3), "B1": (rng.standard_normal(32) * 0.1).astype(np.float32), "W2": he(32, 32, 3, 3),
+         "B2": (rng.standard_normal(32) * 0.1).astype(np.float32), "W3": he(16, 32, 3, 3)}
+    d = {k: v.astype(np.float64) for k, v in w.items()}
+    relu = lambda v: np.maximum(v, 0)
+    pad1 = [1, 1, 1, 1]
+    r1 = relu(conv_ref(x.astype(np.float64), d["W1"], d["B1"], [1, 1], pad1, [1, 1], 1))
+    r2 = relu(r1 + conv_ref(r1, d["W2"], d["B2"], [1, 1], pad1, [1, 1], 1))
+    ref = conv_ref(r2, d["W3"], np.zeros(16), [1, 1], [0, 0, 0, 0], [1, 1], 1)
+    nodes = [helper.make_node("Conv", ["X", "W1", "B1"], ["c1"], pads=pad1),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "W2", "B2"], ["c2"], pads=pad1),
+             helper.make_node("Add", ["r1", "c2"], ["a2"]),
+             helper.make_node("Relu", ["a2"], ["r2"]),
+             helper.make_node("Conv", ["r2", "W3"], ["y"])]
+    consts = [helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.flatten().tolist()) for k, v in w.items()]
+    g = helper.make_graph(nodes, "winograd_chain", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], initializer=consts)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
+    m.ir_version = 7
+    return ("conv_winograd_chain", m, [("X", x)], ref, tuple(w))
 
 
 def write():
