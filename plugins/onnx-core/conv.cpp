@@ -159,6 +159,10 @@ int conv_threads(const ConvGeom& g, double per_thread) {
   return static_cast<int>(std::clamp(flops / per_thread, 1.0, static_cast<double>(team_threads())));
 }
 constexpr double kConvFlopPerThread = 1e5, kSgemmFlopPerThread = 2e6;
+// Winograd (ConvKernel::try_winograd): smallest output side for F(4x4, 3x3) first, and the transformed-weight
+// bounds of F(4x4, 3x3) and F(2x2, 3x3).
+constexpr int64_t kWino43MinOut = 24;
+constexpr double kWino43MaxWeightBytes = 3e6, kWino23MaxWeightBytes = 8e6;
 
 struct Scratch {
   std::vector<char> buf;
@@ -483,16 +487,22 @@ class ConvKernel {
   }
 
   // Winograd for 3x3, stride 1, not dilated, not grouped convolutions with outputs of at least 13x13, where oneDNN
-  // 2.6 has it (AVX-512 only): F(4x4, 3x3) (jit_wino_4x3) takes 4x fewer multiply-adds than the direct
-  // convolution, F(2x2, 3x3) (jit_fp32_wino_2x3) 2.25x fewer. Measured per layer against the direct (brgconv)
-  // primitive, 1 thread, Zen 5 (tools/bench/dnnl_conv_impls.cpp with WINO=1): 4x3 takes 0.35-0.6x the time at
-  // 28x28 and up (64 -> 64 channels at 56x56 465 vs 1060 us, 128 -> 32 at 28x28 133 vs 241), 0.54-0.8x at
-  // 13x13-14x14 (256 -> 256 525 vs 957 us), and loses at 7x7 (0.9-1.7x). Its transformed weights are 4x the
-  // direct ones (36 instead of 9 per pair of channels): 512 -> 512 (38 MB) ran 1.4-1.7x slower than direct, so
-  // above 12 MB the 2x3 kernel (16 per pair) is taken (512 -> 512 at 14x14: 2422 vs 4220 us). Both stay within
-  // 2.5e-6 of the largest output on 64-512 channels (relative to direct; max |diff| / max |y|, He-initialised
-  // weights). Blocked X and Y (nchwc-layout) are taken as they are: no reorder around it, unlike channels-last
-  // brgconv. OPHOST_CONV_WINOGRAD=0 turns it off (direct convolutions only).
+  // 2.6 has it (AVX-512 only; none on AVX2, where the direct candidates run as before): F(4x4, 3x3)
+  // (jit_wino_4x3) takes 4x fewer multiply-adds than the direct convolution, F(2x2, 3x3) (jit_fp32_wino_2x3)
+  // 2.25x fewer, but they read 4x and 1.8x the weights (36 and 16 values per pair of channels instead of 9),
+  // which in a model come from memory, not cache. Chosen per layer from per-node profiles of whole models
+  // (`ophost bench --profile`, 1 thread, Zen 5; us per conv, direct / 4x3 / 2x3):
+  //  - outputs of 24x24 and up: 4x3 (SqueezeNet 32 -> 128 at 27x27: 264 / 136 / 159; ResNet-18 64 -> 64 at
+  //    56x56 1190 / 650 / -; 128 -> 128 at 28x28 1085 / 620 / -);
+  //  - below 24x24: 2x3 (DenseNet-121 128 -> 32 at 14x14: 73 / 79 / 60; SqueezeNet 48 -> 192 at 13x13:
+  //    155 / 175 / 126, 64 -> 256: 255 / 249 / 235);
+  //  - 4x3 only up to 3 MB of transformed weights (ResNet-18 256 -> 256 at 14x14, 9.4 MB: 1060 / 1400 / 740),
+  //    2x3 up to 8 MB; beyond both, direct (512 -> 512: 2x3 would read 16.8 MB).
+  // Outputs at 7x7 stay direct (4x3 0.9-1.7x the direct time there, single layers, warm cache). Both kernels
+  // stay within 2.5e-6 of the largest output (max |winograd - direct| / max |y|, 64-512 channels, He-initialised
+  // weights; zoo outputs against ONNX Runtime unchanged at <= 4.3e-6). Blocked X and Y (nchwc-layout) are taken
+  // as they are: no reorder around it, unlike channels-last brgconv. OPHOST_CONV_WINOGRAD=0 turns it off (direct
+  // convolutions only).
   bool try_winograd(Prim& p, const memory::dims& src_dims, const memory::dims& dst_dims, tag src_tag, tag dst_tag,
                     const memory::desc& wei_any, const memory::dims& pl, const memory::dims& pr,
                     const dnnl::primitive_attr& attr, bool bias) const {
@@ -500,8 +510,20 @@ class ConvKernel {
     if (!winograd_enabled() || g.nsp != 2 || g.G != 1 || dnnl_channel_block() != 16) return false;
     for (size_t i = 0; i < 2; ++i)
       if (g.k[i] != 3 || g.s[i] != 1 || g.d[i] != 1 || g.out_shape[2 + i] < 13) return false;
-    const bool big = static_cast<double>(g.C) * static_cast<double>(g.OC) * 36 * sizeof(float) > 12e6;
-    const std::string_view want = big ? "jit_fp32_wino_2x3" : "jit_wino_4x3";
+    // Preference order of the two kernels (impl_info_str prefixes); a kernel whose transformed weights exceed
+    // its bound is left out.
+    const double pairs = static_cast<double>(g.C) * static_cast<double>(g.OC);
+    const bool fits43 = pairs * 36 * sizeof(float) <= kWino43MaxWeightBytes,
+               fits23 = pairs * 16 * sizeof(float) <= kWino23MaxWeightBytes;
+    std::vector<std::string_view> want;
+    if (std::min(g.out_shape[2], g.out_shape[3]) < kWino43MinOut) {
+      if (fits23) want.push_back("jit_fp32_wino_2x3");
+      if (fits43) want.push_back("jit_wino_4x3");
+    } else {
+      if (fits43) want.push_back("jit_wino_4x3");
+      if (fits23) want.push_back("jit_fp32_wino_2x3");
+    }
+    if (want.empty()) return false;
     // The values' own layouts when both are in 16-channel blocks, else oneDNN's choice (then reordered).
     const bool blocked16 = src_tag == tag::nChw16c && dst_tag == tag::nChw16c;
     memory::desc src_md(src_dims, memory::data_type::f32, blocked16 ? src_tag : tag::any),
@@ -516,12 +538,17 @@ class ConvKernel {
                                                             dnnl::algorithm::convolution_winograd, src_md, wei_any,
                                                             dst_md, {1, 1}, {0, 0}, pl, pr);
       dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
-      do {
-        if (std::string_view(pd.impl_info_str()).substr(0, want.size()) == want) {
-          adopt<dnnl::convolution_forward>(p, pd);
-          return true;
-        }
-      } while (pd.next_impl());
+      std::vector<std::string> impls;  // walked once; pd then holds the last one
+      do impls.emplace_back(pd.impl_info_str());
+      while (pd.next_impl());
+      for (std::string_view w : want) {
+        const auto it = std::ranges::find_if(impls, [&](const std::string& i) { return i.starts_with(w); });
+        if (it == impls.end()) continue;
+        dnnl::convolution_forward::primitive_desc chosen(d, attr, cpu_engine());
+        for (auto k = impls.begin(); k != it; ++k) chosen.next_impl();
+        adopt<dnnl::convolution_forward>(p, chosen);
+        return true;
+      }
     } catch (const dnnl::error&) {
       // no Winograd kernel for this ISA, shape or post-op: the direct candidates follow
     }
