@@ -152,6 +152,17 @@ struct Prim {
 // the squeeze-excitation convolutions on 1x1 pixels (tens of kFLOP, 2-4 us on one thread, 8-16 on two). The
 // NCHW sgemm path takes 2e6: 24 -> 58 channels at 28x28 (2.2 MFLOP) took 10.4 us on one thread, 12.7 on two;
 // 58 -> 58 (5.3 MFLOP) 23.8 and 18.2.
+// Whether the NCHW sgemm path suits this pointwise convolution's shape: not for 2 to 63 pixels per image, where
+// sgemm's N (the pixels) is too narrow for its kernels (ShuffleNet v2's 464 -> 1024 at 7x7: sgemm 300 us, 155
+// GFLOP/s; brgconv_1x1 on channels-last 207 us, 225 GFLOP/s, so 276 us with the reorders of X and Y, against
+// 359 in the model, per-node profile, 1 thread, AVX-512). One pixel (squeeze-excitation) is a matrix-vector
+// product either way, without reorders on sgemm.
+bool sgemm_shape_ok(const ConvGeom& g) {
+  int64_t hw = 1;
+  for (size_t i = 2; i < g.out_shape.size(); ++i) hw *= g.out_shape[i];
+  return hw == 1 || hw >= 64;
+}
+
 int conv_threads(const ConvGeom& g, double per_thread) {
   double flops = 2.0 * static_cast<double>(g.C / g.G);
   for (int64_t d : g.out_shape) flops *= static_cast<double>(d);
@@ -334,7 +345,7 @@ class ConvKernel {
     // 58/116-channel convolutions, which nchwc-layout cannot block).
     const bool plain_act = a_.activation.empty() || a_.activation == "Relu" || a_.host_silu;
     if (!a_.transpose && pointwise && g.G == 1 && !a_.x_blocked && !a_.y_blocked && !a_.z_blocked && plain_act &&
-        a_.output_untouched()) {
+        a_.output_untouched() && sgemm_shape_ok(g)) {
       p->sgemm = true;
       p->threads = conv_threads(g, kSgemmFlopPerThread);
       p->sgemm_relu = a_.activation == "Relu";
@@ -342,7 +353,7 @@ class ConvKernel {
       return p;
     }
     const bool slow_gemm_postops = !a_.activation.empty() || a_.sum;
-    const bool use_any = !a_.transpose && (depthwise || !pointwise || slow_gemm_postops);
+    const bool use_any = !a_.transpose && (depthwise || !pointwise || slow_gemm_postops || !sgemm_shape_ok(g));
     // Candidate activation layouts, best first; the first whose primitive is not a reference implementation
     // wins (a layout tuned for one ISA must never fall back to reference code on another).
     // (src, dst) pairs. Blocked X or Y: first the layouts they arrive and leave in (no reorder at all), then
@@ -383,6 +394,12 @@ class ConvKernel {
       // Channels that are a multiple of 8 only (BlazeFace's 24) on AVX-512: the AVX2 jit_dw kernel on 8-channel
       // blocks beats channels-last brdgmm_dw with its two full-tensor transposes.
       if (block == 16 && g.C % 8 == 0 && g.C % 16 != 0) both(tag::aBcd8b);
+      // Other channel counts (ShuffleNet's 58 and 116): blocks of the ISA's width with the channels zero-padded
+      // (oneDNN pads a blocked layout itself), so the jit_dw kernel runs instead of channels-last brdgmm_dw.
+      // Plain <-> padded-block reorders cost about what plain <-> channels-last ones do; the kernel is 2x faster
+      // (116 channels at 14x14, AVX-512: jit_dw 3.8 us, brdgmm_dw 6.6; ShuffleNet's seven such nodes 25.4 ->
+      // 20.5 us each with their reorders, per-node profile, 1 thread).
+      if (g.C % 8 != 0) both(block == 16 ? tag::aBcd16b : tag::aBcd8b);
       both(tag::acdb);  // channels-last
     }
     both(use_any ? tag::any : pt);

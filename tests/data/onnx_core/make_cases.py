@@ -212,6 +212,19 @@ def cases():
     x, w = f32(1, 4, 6, 6), f32(5, 4, 3, 3)
     add("conv_runtime_weights", "Conv", [("X", x), ("Wr", w)], conv_ref(x.astype(np.float64), w.astype(np.float64), None, [1, 1], [0] * 4, [1, 1], 1), {})
 
+    # Layout paths chosen by shape (conv.cpp), own random stream so the cases above keep their data:
+    # a 12-channel depthwise conv runs blocked with the channels zero-padded to the ISA's block; a 1x1 on 7x7
+    # pixels runs a oneDNN primitive with reorders instead of the NCHW sgemm path (sgemm_shape_ok).
+    rng2 = np.random.default_rng(4321)
+    for name, xs, ws, kw in [
+        ("conv_depthwise_3x3_c12", (1, 12, 9, 9), (12, 1, 3, 3), dict(group=12, pads=[1, 1, 1, 1])),
+        ("conv_1x1_7x7", (1, 20, 7, 7), (36, 20, 1, 1), {}),
+    ]:
+        x, w, b = (rng2.standard_normal(s).astype(np.float32) for s in (xs, ws, (ws[0],)))
+        ref = conv_ref(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), [1, 1],
+                       kw.get("pads", [0] * 4), [1, 1], kw.get("group", 1))
+        add(name, "Conv", [("X", x), ("W", w), ("B", b)], ref, kw)
+
     # ConvTranspose
     for name, xs, ws, kw in [
         ("convtranspose_2x2_s2", (1, 24, 5, 6), (24, 8, 2, 2), dict(strides=[2, 2])),
