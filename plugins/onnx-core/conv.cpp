@@ -343,13 +343,26 @@ class ConvKernel {
     // gemm convolution took 4x the sgemm's time (58 -> 58 channels at 28x28: 104 vs 25 us, AVX-512), and the
     // channels-last brgconv it picks with a post-op as long as the sgemm plus two reorders (ShuffleNet v2's
     // 58/116-channel convolutions, which nchwc-layout cannot block).
+    // A channel-blocked X with a plain Y (an output channel count nchwc-layout cannot block) and no more input
+    // than output channels takes the same path after a reorder of X to plain: ShuffleNet v2's 24 -> 58 at
+    // 56x56 (X in 8-channel blocks) ran the blocked jit_1x1 kernel plus a 101 us reorder of its zero-padded
+    // 64-channel Y back to plain, 192 us in all; reordering the 24-channel X (8 us) and the sgemm (42 us) is
+    // what it takes now.
     const bool plain_act = a_.activation.empty() || a_.activation == "Relu" || a_.host_silu;
-    if (!a_.transpose && pointwise && g.G == 1 && !a_.x_blocked && !a_.y_blocked && !a_.z_blocked && plain_act &&
+    const bool sgemm_x = !a_.x_blocked || g.C <= g.OC;
+    if (!a_.transpose && pointwise && g.G == 1 && sgemm_x && !a_.y_blocked && !a_.z_blocked && plain_act &&
         a_.output_untouched() && sgemm_shape_ok(g)) {
       p->sgemm = true;
       p->threads = conv_threads(g, kSgemmFlopPerThread);
       p->sgemm_relu = a_.activation == "Relu";
       p->impl = "sgemm (NCHW)";
+      if (a_.x_blocked) {  // X to plain NCHW first, into the kernel's scratch
+        p->reorder_src = true;
+        p->src_md = memory::desc(src_dims, memory::data_type::f32, pt);
+        p->src_bytes = p->src_md.get_size();
+        p->src_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_src, eng, p->src_md));
+        p->impl = "sgemm (NCHW, X reordered from blocked)";
+      }
       return p;
     }
     const bool slow_gemm_postops = !a_.activation.empty() || a_.sum;
@@ -644,14 +657,21 @@ class ConvKernel {
   void run(const Prim& p, void* x, void* w, void* b, void* z, void* y) const {
     // B: the kernel's copy when it was constant at creation, else the input.
     void* bp = p.has_bias ? (has_const_b_ ? const_cast<float*>(const_b_.data()) : b) : nullptr;
+    auto& eng = cpu_engine();
+    thread_local dnnl::stream stream(eng);
+    thread_local Scratch scratch, src_buf, dst_buf, wei_buf, z_buf;
     if (p.sgemm) {
+      if (p.reorder_src) {  // blocked X to plain
+        omp_set_num_threads(p.threads);
+        memory user_src(p.user_src, eng, x), plain(p.src_md, eng, src_buf.get(p.src_bytes));
+        p.src_r.execute(stream, user_src, plain);
+        stream.wait();
+        x = plain.get_data_handle();
+      }
       run_sgemm(p, static_cast<const float*>(x), static_cast<const float*>(w), static_cast<const float*>(bp),
                 static_cast<const float*>(z), static_cast<float*>(y));
       return;
     }
-    auto& eng = cpu_engine();
-    thread_local dnnl::stream stream(eng);
-    thread_local Scratch scratch, src_buf, dst_buf, wei_buf, z_buf;
     omp_set_num_threads(p.threads);
     memory user_src(p.user_src, eng, x), user_dst(p.user_dst, eng, y);
     memory src = user_src, dst = user_dst;

@@ -365,6 +365,7 @@ def cases():
     out.append(("fused_conv_hardswish_chain_opset11", mh, [("X", x)], ref, ("W", "B")))
     out.append(nchwc_chain_case())
     out.append(winograd_chain_case())
+    out.append(blocked_x_plain_y_case())
     out.append(conv_dilated_wide_pad_clamp_case())
     out.extend(rnn_cases())
     out.extend(fusion_cases.cases(conv_ref))
@@ -557,6 +558,31 @@ def winograd_chain_case():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
     m.ir_version = 7
     return ("conv_winograd_chain", m, [("X", x)], ref, tuple(w))
+
+
+def blocked_x_plain_y_case():
+    """A pointwise Conv whose X the host keeps channel-blocked (the output of a 3x3 Conv + Relu, 16 channels) and
+    whose Y cannot be blocked (20 channels), with no more input than output channels: onnx-core reorders X to
+    plain and runs the NCHW sgemm path (conv.cpp, "X reordered from blocked"), Relu after it."""
+    rng = np.random.default_rng(12)
+    def r(*s):
+        return (rng.standard_normal(s) * 0.3).astype(np.float32)
+    x = r(1, 8, 10, 10)
+    w = {"W1": r(16, 8, 3, 3), "B1": r(16), "W2": r(20, 16, 1, 1), "B2": r(20)}
+    d = {k: v.astype(np.float64) for k, v in w.items()}
+    relu = lambda v: np.maximum(v, 0)
+    r1 = relu(conv_ref(x.astype(np.float64), d["W1"], d["B1"], [1, 1], [1, 1, 1, 1], [1, 1], 1))
+    ref = relu(conv_ref(r1, d["W2"], d["B2"], [1, 1], [0, 0, 0, 0], [1, 1], 1))
+    nodes = [helper.make_node("Conv", ["X", "W1", "B1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "W2", "B2"], ["c2"]),
+             helper.make_node("Relu", ["c2"], ["y"])]
+    consts = [helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.flatten().tolist()) for k, v in w.items()]
+    g = helper.make_graph(nodes, "blocked_x_plain_y", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], initializer=consts)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
+    m.ir_version = 7
+    return ("conv_blocked_x_plain_y", m, [("X", x)], ref, tuple(w))
 
 
 def write():
