@@ -7,6 +7,7 @@
 // of [N, C, 1, 1] are the same, so Y of the pool and S of the Mul are plain and blocked at once.
 #include "common.hpp"
 #include "dnnl_util.hpp"
+#include "simd_math.hpp"
 
 namespace onnx_core {
 namespace {
@@ -32,17 +33,12 @@ void blocked_check_infer(oph::InferContext& c, const std::string& op) {
   }
 }
 
-// Sums of each channel block over the spatial positions: B lanes at a time (B a compile-time 8 or 16, so the
-// compiler vectorises the inner loops).
-template <size_t B>
-void gap_blocks(const float* x, float* y, size_t blocks, size_t hw) {
+// Means of each channel block over the spatial positions (Highway, simd_math).
+void gap_blocks(const float* x, float* y, size_t blocks, size_t hw, size_t B) {
   const float inv = hw ? 1.0f / static_cast<float>(hw) : 0.0f;
   for (size_t b = 0; b < blocks; ++b) {
-    float acc[B] = {};
-    const float* xb = x + b * hw * B;
-    for (size_t p = 0; p < hw; ++p)
-      for (size_t i = 0; i < B; ++i) acc[i] += xb[p * B + i];
-    for (size_t i = 0; i < B; ++i) y[b * B + i] = acc[i] * inv;
+    simd_math::sum_channel_blocks(x + b * hw * B, hw, B, y + b * B);
+    for (size_t i = 0; i < B; ++i) y[b * B + i] *= inv;
   }
 }
 
@@ -59,25 +55,16 @@ struct BlockedGapK {
     float* Y = static_cast<float*>(y.data());
     const size_t blocks = g.n * g.c / g.block, hw = g.hw;
     const size_t grain = std::max<size_t>(1, kGrain / std::max<size_t>(1, hw * g.block));
-    const bool b16 = g.block == 16;
-    parallel_for(blocks, grain, [=](size_t lo, size_t hi) {
-      const size_t B = b16 ? 16 : 8;
-      if (b16) gap_blocks<16>(X + lo * hw * B, Y + lo * B, hi - lo, hw);
-      else gap_blocks<8>(X + lo * hw * B, Y + lo * B, hi - lo, hw);
-    });
+    const size_t B = g.block;
+    parallel_for(blocks, grain, [=](size_t lo, size_t hi) { gap_blocks(X + lo * hw * B, Y + lo * B, hi - lo, hw, B); });
   }
 };
 
-template <size_t B>
 void mul_blocks(const float* x, const float* s, float* y, size_t first, size_t blocks, size_t hw, size_t c,
-                bool s_batch) {
+                size_t B, bool s_batch) {
   for (size_t b = first; b < first + blocks; ++b) {
     const size_t n = b / (c / B), cb = b % (c / B);
-    const float* sc = s + (s_batch ? n * c : 0) + cb * B;
-    const float* xb = x + b * hw * B;
-    float* yb = y + b * hw * B;
-    for (size_t p = 0; p < hw; ++p)
-      for (size_t i = 0; i < B; ++i) yb[p * B + i] = xb[p * B + i] * sc[i];
+    simd_math::mul_channel_blocks(x + b * hw * B, s + (s_batch ? n * c : 0) + cb * B, y + b * hw * B, hw, B);
   }
 }
 
@@ -99,12 +86,9 @@ struct BlockedMulK {
     const float* S = static_cast<const float*>(s.data());
     float* Y = static_cast<float*>(y.data());
     const size_t blocks = g.n * g.c / g.block, hw = g.hw, c = g.c;
-    const bool s_batch = ss[0] != 1, b16 = g.block == 16;
-    const size_t grain = std::max<size_t>(1, kGrain / std::max<size_t>(1, hw * g.block));
-    parallel_for(blocks, grain, [=](size_t lo, size_t hi) {
-      if (b16) mul_blocks<16>(X, S, Y, lo, hi - lo, hw, c, s_batch);
-      else mul_blocks<8>(X, S, Y, lo, hi - lo, hw, c, s_batch);
-    });
+    const bool s_batch = ss[0] != 1;
+    const size_t grain = std::max<size_t>(1, kGrain / std::max<size_t>(1, hw * g.block)), B = g.block;
+    parallel_for(blocks, grain, [=](size_t lo, size_t hi) { mul_blocks(X, S, Y, lo, hi - lo, hw, c, B, s_batch); });
   }
 };
 

@@ -230,6 +230,53 @@ void SoftmaxRowsImpl(const float* x, float* y, size_t rows, size_t len) {
   }
 }
 
+// Channel blocks (see simd_math.hpp): the `block` per-channel values repeated over L = max(lanes, block) floats,
+// so that each vector of a pixel run meets its own slice of them; k = L / lanes vectors per step (1, 2 or 4).
+// The last n % L floats (less than one step: only when a vector holds more than one block) go scalar.
+void MulChannelBlocksImpl(const float* x, const float* s, float* y, size_t pixels, size_t block) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d), L = N > block ? N : block, k = L / N, n = pixels * block;
+  HWY_ALIGN float pat[64];
+  for (size_t i = 0; i < L; ++i) pat[i] = s[i % block];
+  const auto s0 = hn::Load(d, pat), s1 = hn::Load(d, pat + (k > 1 ? N : 0)),
+             s2 = hn::Load(d, pat + (k > 2 ? 2 * N : 0)), s3 = hn::Load(d, pat + (k > 3 ? 3 * N : 0));
+  size_t i = 0;
+  for (; i + L <= n; i += L) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, x + i), s0), d, y + i);
+    if (k > 1) hn::StoreU(hn::Mul(hn::LoadU(d, x + i + N), s1), d, y + i + N);
+    if (k > 2) {
+      hn::StoreU(hn::Mul(hn::LoadU(d, x + i + 2 * N), s2), d, y + i + 2 * N);
+      hn::StoreU(hn::Mul(hn::LoadU(d, x + i + 3 * N), s3), d, y + i + 3 * N);
+    }
+  }
+  for (; i < n; ++i) y[i] = x[i] * s[i % block];
+}
+
+void SumChannelBlocksImpl(const float* x, size_t pixels, size_t block, float* sum) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d), L = N > block ? N : block, k = L / N, n = pixels * block;
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + L <= n; i += L) {
+    a0 = hn::Add(a0, hn::LoadU(d, x + i));
+    if (k > 1) a1 = hn::Add(a1, hn::LoadU(d, x + i + N));
+    if (k > 2) {
+      a2 = hn::Add(a2, hn::LoadU(d, x + i + 2 * N));
+      a3 = hn::Add(a3, hn::LoadU(d, x + i + 3 * N));
+    }
+  }
+  HWY_ALIGN float acc[64];
+  hn::Store(a0, d, acc);
+  if (k > 1) hn::Store(a1, d, acc + N);
+  if (k > 2) {
+    hn::Store(a2, d, acc + 2 * N);
+    hn::Store(a3, d, acc + 3 * N);
+  }
+  for (size_t c = 0; c < block; ++c) sum[c] = 0.0f;
+  for (size_t j = 0; j < L; ++j) sum[j % block] += acc[j];
+  for (; i < n; ++i) sum[i % block] += x[i];
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace onnx_core::simd_math
 HWY_AFTER_NAMESPACE();
@@ -275,6 +322,19 @@ HWY_EXPORT(SoftmaxRowsImpl);
 void softmax_rows(const float* x, float* y, size_t rows, size_t len) {
   cap_simd_targets();
   HWY_DYNAMIC_DISPATCH(SoftmaxRowsImpl)(x, y, rows, len);
+}
+
+HWY_EXPORT(MulChannelBlocksImpl);
+HWY_EXPORT(SumChannelBlocksImpl);
+
+void mul_channel_blocks(const float* x, const float* s, float* y, size_t pixels, size_t block) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(MulChannelBlocksImpl)(x, s, y, pixels, block);
+}
+
+void sum_channel_blocks(const float* x, size_t pixels, size_t block, float* sum) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(SumChannelBlocksImpl)(x, pixels, block, sum);
 }
 
 }  // namespace onnx_core::simd_math

@@ -39,4 +39,11 @@ float exp_shifted_sum(const float* x, float* y, size_t n, float shift);
 // Softmax over each of `rows` contiguous rows of `len` values (x == y allowed).
 void softmax_rows(const float* x, float* y, size_t rows, size_t len);
 
+// One channel block of a channel-blocked (nChw8c/16c) tensor: `pixels` runs of `block` floats (block 8 or 16),
+// float k of each run belonging to channel k of the block.
+// y = x * s[channel] (an SE block's scale; s holds `block` values; x == y allowed).
+void mul_channel_blocks(const float* x, const float* s, float* y, size_t pixels, size_t block);
+// sum[k] = the sum of float k over the runs (sum holds `block` values): lanes summed per vector, then folded.
+void sum_channel_blocks(const float* x, size_t pixels, size_t block, float* sum);
+
 }  // namespace onnx_core::simd_math

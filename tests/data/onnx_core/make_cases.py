@@ -366,6 +366,7 @@ def cases():
     out.append(nchwc_chain_case())
     out.append(winograd_chain_case())
     out.append(blocked_x_plain_y_case())
+    out.extend(se_block_case(c, hw) for c, hw in ((24, 5), (32, 7)))
     out.append(conv_dilated_wide_pad_clamp_case())
     out.extend(rnn_cases())
     out.extend(fusion_cases.cases(conv_ref))
@@ -583,6 +584,38 @@ def blocked_x_plain_y_case():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
     m.ir_version = 7
     return ("conv_blocked_x_plain_y", m, [("X", x)], ref, tuple(w))
+
+
+def se_block_case(c, hw):
+    """A squeeze-and-excitation block on a channel-blocked value (the host's nchwc-layout pass writes
+    BlockedGlobalAveragePool and BlockedMul): depthwise 3x3 -> GAP -> 1x1 + Relu -> 1x1 -> Sigmoid -> Mul -> 1x1.
+    24 channels are 8-channel blocks on every ISA, 32 are 16-channel blocks on AVX-512: with 16-float vectors an
+    8-channel block's odd pixel count (5x5) leaves a scalar tail in the Highway loops (simd_math channel blocks)."""
+    rng = np.random.default_rng(13 + c)
+    def r(*s):
+        return (rng.standard_normal(s) * 0.3).astype(np.float32)
+    x = r(1, c, hw, hw)
+    w = {"Wd": r(c, 1, 3, 3), "Wr": r(8, c, 1, 1), "Br": r(8), "We": r(c, 8, 1, 1), "Be": r(c), "Wy": r(c, c, 1, 1)}
+    d = {k: v.astype(np.float64) for k, v in w.items()}
+    dw = conv_ref(x.astype(np.float64), d["Wd"], np.zeros(c), [1, 1], [1, 1, 1, 1], [1, 1], c)
+    g = dw.mean(axis=(2, 3), keepdims=True)
+    e = conv_ref(np.maximum(conv_ref(g, d["Wr"], d["Br"], [1, 1], [0] * 4, [1, 1], 1), 0), d["We"], d["Be"], [1, 1],
+                 [0] * 4, [1, 1], 1)
+    ref = conv_ref(dw * (1 / (1 + np.exp(-e))), d["Wy"], np.zeros(c), [1, 1], [0] * 4, [1, 1], 1)
+    nodes = [helper.make_node("Conv", ["X", "Wd"], ["d"], group=c, pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalAveragePool", ["d"], ["g"]),
+             helper.make_node("Conv", ["g", "Wr", "Br"], ["rc"]),
+             helper.make_node("Relu", ["rc"], ["rr"]),
+             helper.make_node("Conv", ["rr", "We", "Be"], ["e"]),
+             helper.make_node("Sigmoid", ["e"], ["s"]),
+             helper.make_node("Mul", ["d", "s"], ["m"]),
+             helper.make_node("Conv", ["m", "Wy"], ["y"])]
+    consts = [helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.flatten().tolist()) for k, v in w.items()]
+    gr = helper.make_graph(nodes, "se_block", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], initializer=consts)
+    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
+    m.ir_version = 7
+    return ("se_block_c%d_%dx%d" % (c, hw, hw), m, [("X", x)], ref, tuple(w))
 
 
 def write():
