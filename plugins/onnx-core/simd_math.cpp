@@ -277,6 +277,34 @@ void SumChannelBlocksImpl(const float* x, size_t pixels, size_t block, float* su
   for (; i < n; ++i) sum[i % block] += x[i];
 }
 
+// dst[j * dst_ld + i] = src[i * src_ld + j] for i < rows, j < cols (32-bit elements, copied as bits): 4 x 4
+// blocks in 128-bit vectors (two rounds of interleaves, as MLAS's transpose), the edges element by element.
+void Transpose32Impl(const uint32_t* src, size_t src_ld, uint32_t* dst, size_t dst_ld, size_t rows, size_t cols) {
+  size_t i = 0;
+#if HWY_TARGET != HWY_SCALAR  // (the scalar target has no 4-lane vectors: all of it element by element)
+  const hn::FixedTag<uint32_t, 4> d;
+  for (; i + 4 <= rows; i += 4) {
+    const uint32_t* s = src + i * src_ld;
+    size_t j = 0;
+    for (; j + 4 <= cols; j += 4) {
+      const auto r0 = hn::LoadU(d, s + j), r1 = hn::LoadU(d, s + src_ld + j), r2 = hn::LoadU(d, s + 2 * src_ld + j),
+                 r3 = hn::LoadU(d, s + 3 * src_ld + j);
+      const auto t0 = hn::InterleaveLower(d, r0, r1), t1 = hn::InterleaveLower(d, r2, r3);  // a0 b0 a1 b1, c0 d0 ..
+      const auto t2 = hn::InterleaveUpper(d, r0, r1), t3 = hn::InterleaveUpper(d, r2, r3);  // a2 b2 a3 b3, c2 d2 ..
+      uint32_t* o = dst + j * dst_ld + i;
+      hn::StoreU(hn::ConcatLowerLower(d, t1, t0), d, o);
+      hn::StoreU(hn::ConcatUpperUpper(d, t1, t0), d, o + dst_ld);
+      hn::StoreU(hn::ConcatLowerLower(d, t3, t2), d, o + 2 * dst_ld);
+      hn::StoreU(hn::ConcatUpperUpper(d, t3, t2), d, o + 3 * dst_ld);
+    }
+    for (; j < cols; ++j)
+      for (size_t k = 0; k < 4; ++k) dst[j * dst_ld + i + k] = src[(i + k) * src_ld + j];
+  }
+#endif
+  for (; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) dst[j * dst_ld + i] = src[i * src_ld + j];
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace onnx_core::simd_math
 HWY_AFTER_NAMESPACE();
@@ -335,6 +363,13 @@ void mul_channel_blocks(const float* x, const float* s, float* y, size_t pixels,
 void sum_channel_blocks(const float* x, size_t pixels, size_t block, float* sum) {
   cap_simd_targets();
   HWY_DYNAMIC_DISPATCH(SumChannelBlocksImpl)(x, pixels, block, sum);
+}
+
+HWY_EXPORT(Transpose32Impl);
+
+void transpose32(const uint32_t* src, size_t src_ld, uint32_t* dst, size_t dst_ld, size_t rows, size_t cols) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(Transpose32Impl)(src, src_ld, dst, dst_ld, rows, cols);
 }
 
 }  // namespace onnx_core::simd_math

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace onnx_core::simd_math {
 
@@ -45,5 +46,9 @@ void softmax_rows(const float* x, float* y, size_t rows, size_t len);
 void mul_channel_blocks(const float* x, const float* s, float* y, size_t pixels, size_t block);
 // sum[k] = the sum of float k over the runs (sum holds `block` values): lanes summed per vector, then folded.
 void sum_channel_blocks(const float* x, size_t pixels, size_t block, float* sum);
+
+// dst[j * dst_ld + i] = src[i * src_ld + j] for i < rows, j < cols: a 2-D transpose of 32-bit elements (copied
+// as bits, any 4-byte dtype), in 4 x 4 vector blocks (Transpose's NCHW <-> NHWC permutes, common.hpp strided_copy).
+void transpose32(const uint32_t* src, size_t src_ld, uint32_t* dst, size_t dst_ld, size_t rows, size_t cols);
 
 }  // namespace onnx_core::simd_math

@@ -225,6 +225,15 @@ def cases():
                        kw.get("pads", [0] * 4), [1, 1], kw.get("group", 1))
         add(name, "Conv", [("X", x), ("W", w), ("B", b)], ref, kw)
 
+    # Transpose as a batch of 2-D transposes (common.hpp strided_copy -> simd_math::transpose32, 4 x 4 vector
+    # blocks): NCHW -> NHWC and back with sides that are not multiples of 4 or of the 16 x 64 tiles, and a batch.
+    rng3 = np.random.default_rng(2468)
+    for name, xs, perm in [("transpose_nchw_nhwc_odd", (2, 19, 5, 7), [0, 2, 3, 1]),
+                           ("transpose_nhwc_nchw_odd", (1, 6, 9, 70), [0, 3, 1, 2]),
+                           ("transpose_2d_tiles", (37, 133), [1, 0])]:
+        x = rng3.standard_normal(xs).astype(np.float32)
+        add(name, "Transpose", [("X", x)], x.transpose(perm).astype(np.float64), dict(perm=perm))
+
     # ConvTranspose
     for name, xs, ws, kw in [
         ("convtranspose_2x2_s2", (1, 24, 5, 6), (24, 8, 2, 2), dict(strides=[2, 2])),
