@@ -76,9 +76,31 @@ HWY_INLINE V LogV(D d, V x) {
   return KeepNaN(d, x, r);
 }
 
+// exp(t) for t in [-87, 88.72283935546875] (the callers clamp): Cephes' expf, a degree-7 polynomial on
+// r = t - k ln 2 (ln 2 split in two), times 2^k built in the exponent bits; k = 128 (t above ~88.38) gives +inf.
+// Cheaper than Highway's Exp (no special-case masks), ~1 ULP on its range.
+template <class D, class V>
+HWY_INLINE V ExpClampedV(D d, V t) {
+  const hn::RebindToSigned<D> di;
+  const V k = hn::Round(hn::Mul(t, hn::Set(d, 1.44269504088896341f)));
+  V r = hn::NegMulAdd(k, hn::Set(d, 0.693359375f), t);
+  r = hn::NegMulAdd(k, hn::Set(d, -2.12194440e-4f), r);
+  V p = hn::Set(d, 1.9875691500e-4f);
+  p = hn::MulAdd(p, r, hn::Set(d, 1.3981999507e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 8.3334519073e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 4.1665795894e-2f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.6666665459e-1f));
+  p = hn::MulAdd(p, r, hn::Set(d, 5.0000001201e-1f));
+  p = hn::MulAdd(p, hn::Mul(r, r), hn::Add(r, hn::Set(d, 1.0f)));
+  const auto two_k = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, k), hn::Set(di, 127)));
+  return hn::Mul(p, hn::BitCast(d, two_k));
+}
+
 // erf: below |x| = 0.921875, x * P(x^2); above, 1 - exp(Q(|x|)) with |x| capped at 3.92 (erf rounds to 1 in
 // float from there), sign restored. P and Q are least-squares fits (weighted relative for P) on Chebyshev nodes,
-// made by tools/dev/fit_erf.py: max error 1.8e-7 relative below the split, 7.9e-8 absolute above.
+// made by tools/dev/fit_erf.py: max error 1.8e-7 relative below the split, 7.9e-8 absolute above. Q stays in
+// [-17.4, 0.0004], so its exp is ExpClampedV's, without Highway Exp's special-case masks: Erf and Gelu on 1.2M
+// floats (AVX-512, 1 thread) 0.75 -> 0.54 and 0.85 -> 0.62 ms (ONNX Runtime's Gelu: 0.59), still 2 ULP.
 template <class D, class V>
 HWY_INLINE V ErfV(D d, V x) {
   const V a = hn::Abs(x);
@@ -100,7 +122,7 @@ HWY_INLINE V ErfV(D d, V x) {
   q = hn::MulAdd(q, c, hn::Set(d, -0.6318718194961548f));
   q = hn::MulAdd(q, c, hn::Set(d, -1.130202293395996f));
   q = hn::MulAdd(q, c, hn::Set(d, 0.00031141741783358157f));
-  const V large = hn::CopySignToAbs(hn::Sub(hn::Set(d, 1.0f), hn::Exp(d, q)), x);
+  const V large = hn::CopySignToAbs(hn::Sub(hn::Set(d, 1.0f), ExpClampedV(d, q)), x);  // q in [-17.4, 0.0004]
   return KeepNaN(d, x, hn::IfThenElse(hn::Lt(a, hn::Set(d, 0.921875f)), small, large));
 }
 
@@ -129,26 +151,6 @@ HWY_INLINE V GeluTanhV(D d, V x) {
   const V u2 = hn::Mul(hn::Mul(xc, hn::Set(d, 1.5957691216057308f)),  // 2 sqrt(2 / pi)
                        hn::MulAdd(x2, hn::Set(d, 0.044715f), hn::Set(d, 1.0f)));
   return KeepNaN(d, x, hn::Mul(xc, SigmoidV(d, u2)));
-}
-
-// exp(t) for t in [-87, 88.72283935546875] (the callers clamp): Cephes' expf, a degree-7 polynomial on
-// r = t - k ln 2 (ln 2 split in two), times 2^k built in the exponent bits; k = 128 (t above ~88.38) gives +inf.
-// Cheaper than Highway's Exp (no special-case masks), ~1 ULP on its range.
-template <class D, class V>
-HWY_INLINE V ExpClampedV(D d, V t) {
-  const hn::RebindToSigned<D> di;
-  const V k = hn::Round(hn::Mul(t, hn::Set(d, 1.44269504088896341f)));
-  V r = hn::NegMulAdd(k, hn::Set(d, 0.693359375f), t);
-  r = hn::NegMulAdd(k, hn::Set(d, -2.12194440e-4f), r);
-  V p = hn::Set(d, 1.9875691500e-4f);
-  p = hn::MulAdd(p, r, hn::Set(d, 1.3981999507e-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 8.3334519073e-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 4.1665795894e-2f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.6666665459e-1f));
-  p = hn::MulAdd(p, r, hn::Set(d, 5.0000001201e-1f));
-  p = hn::MulAdd(p, hn::Mul(r, r), hn::Add(r, hn::Set(d, 1.0f)));
-  const auto two_k = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, k), hn::Set(di, 127)));
-  return hn::Mul(p, hn::BitCast(d, two_k));
 }
 
 // silu(x) = x * sigmoid(x) = x / (1 + exp(-x)), one division. exp's argument is clamped to [-87, 88.72]: above
