@@ -225,6 +225,15 @@ def cases():
                        kw.get("pads", [0] * 4), [1, 1], kw.get("group", 1))
         add(name, "Conv", [("X", x), ("W", w), ("B", b)], ref, kw)
 
+    # Winograd F(4x4, 3x3) (outputs of 24x24 and up, conv.cpp try_winograd; AVX-512) on a batch of 2, plain X and Y;
+    # conv_winograd_chain covers F(2x2, 3x3). He-initialised weights keep outputs near 1 (see that case).
+    x = rng2.standard_normal((2, 16, 26, 26)).astype(np.float32)
+    w = (rng2.standard_normal((32, 16, 3, 3)) * np.sqrt(2.0 / 144)).astype(np.float32)
+    b = (rng2.standard_normal(32) * 0.1).astype(np.float32)
+    add("conv_winograd_4x3_batch2", "Conv", [("X", x), ("W", w), ("B", b)],
+        conv_ref(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), [1, 1], [1, 1, 1, 1], [1, 1], 1),
+        dict(pads=[1, 1, 1, 1]))
+
     # Transpose as a batch of 2-D transposes (common.hpp strided_copy -> simd_math::transpose32, 4 x 4 vector
     # blocks): NCHW -> NHWC and back with sides that are not multiples of 4 or of the 16 x 64 tiles, and a batch.
     rng3 = np.random.default_rng(2468)
