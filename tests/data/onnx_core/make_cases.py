@@ -506,6 +506,18 @@ def conv_dilated_wide_pad_clamp_case():
     return ("conv_dilated_wide_pad_clamp", m, [("X", x)], ref, ("W", "B", "lo", "hi"))
 
 
+def graph_case(name, nodes, x, ref, consts, extra=()):
+    """A one-input (X), one-output (y) opset-13 graph case: `consts` (name -> float32 array) become
+    initializers, `extra` holds further initializer TensorProtos. Returns what cases() lists."""
+    inits = [helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.flatten().tolist()) for k, v in consts.items()]
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))],
+                          initializer=inits + list(extra))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
+    m.ir_version = 7
+    return (name, m, [("X", x)], ref, tuple(consts))
+
+
 def nchwc_chain_case():
     """Convolutions the host keeps channel-blocked between them (nchwc-layout) with a residual Add + Relu fused
     into the Conv (conv-add-fusion): plain input -> blocked, depthwise and pointwise on blocked values, MaxPool
@@ -538,17 +550,11 @@ def nchwc_chain_case():
              helper.make_node("Add", ["c2", "e2"], ["s2"]),
              helper.make_node("Mul", ["s2", "half"], ["h"]),
              helper.make_node("Conv", ["h", "W4"], ["y"])]
-    consts = [helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.flatten().tolist()) for k, v in w.items()]
-    consts.append(helper.make_tensor("half", TensorProto.FLOAT, [], [0.5]))
-    g = helper.make_graph(nodes, "nchwc_chain", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], initializer=consts)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
-    m.ir_version = 7
-    return ("nchwc_conv_chain", m, [("X", x)], ref, tuple(w))
+    return graph_case("nchwc_conv_chain", nodes, x, ref, w, [helper.make_tensor("half", TensorProto.FLOAT, [], [0.5])])
 
 
 def winograd_chain_case():
-    """3x3 stride-1 convolutions with outputs of 13x13 and up, which onnx-core runs as Winograd F(4x4, 3x3) where
+    """3x3 stride-1 convolutions with outputs of 13x13 to 23x23, which onnx-core runs as Winograd F(2x2, 3x3) where
     oneDNN has it (AVX-512; conv.cpp try_winograd): a plain X reordered in, blocked values between the convs, a
     residual Add + Relu fused into the second one (sum post-op on a blocked Z), and an unpadded 3x3 (18 -> 16).
     He-initialised weights keep values near 1, so the check's absolute bound (1e-5) sees Winograd's rounding
@@ -571,12 +577,7 @@ def winograd_chain_case():
              helper.make_node("Add", ["r1", "c2"], ["a2"]),
              helper.make_node("Relu", ["a2"], ["r2"]),
              helper.make_node("Conv", ["r2", "W3"], ["y"])]
-    consts = [helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.flatten().tolist()) for k, v in w.items()]
-    g = helper.make_graph(nodes, "winograd_chain", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], initializer=consts)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
-    m.ir_version = 7
-    return ("conv_winograd_chain", m, [("X", x)], ref, tuple(w))
+    return graph_case("conv_winograd_chain", nodes, x, ref, w)
 
 
 def blocked_x_plain_y_case():
@@ -596,12 +597,7 @@ def blocked_x_plain_y_case():
              helper.make_node("Relu", ["c1"], ["r1"]),
              helper.make_node("Conv", ["r1", "W2", "B2"], ["c2"]),
              helper.make_node("Relu", ["c2"], ["y"])]
-    consts = [helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.flatten().tolist()) for k, v in w.items()]
-    g = helper.make_graph(nodes, "blocked_x_plain_y", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], initializer=consts)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
-    m.ir_version = 7
-    return ("conv_blocked_x_plain_y", m, [("X", x)], ref, tuple(w))
+    return graph_case("conv_blocked_x_plain_y", nodes, x, ref, w)
 
 
 def se_block_case(c, hw):
@@ -628,12 +624,7 @@ def se_block_case(c, hw):
              helper.make_node("Sigmoid", ["e"], ["s"]),
              helper.make_node("Mul", ["d", "s"], ["m"]),
              helper.make_node("Conv", ["m", "Wy"], ["y"])]
-    consts = [helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.flatten().tolist()) for k, v in w.items()]
-    gr = helper.make_graph(nodes, "se_block", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
-                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], initializer=consts)
-    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnx_core make_cases")
-    m.ir_version = 7
-    return ("se_block_c%d_%dx%d" % (c, hw, hw), m, [("X", x)], ref, tuple(w))
+    return graph_case("se_block_c%d_%dx%d" % (c, hw, hw), nodes, x, ref, w)
 
 
 def write():
