@@ -144,14 +144,6 @@ struct Prim {
   int threads = 1;  // the OpenMP team it is built for and runs on (conv_threads)
 };
 
-// Threads for one convolution: one per `per_thread` floating-point operations (2 x multiply-adds), at most the
-// team's size. Every parallel region oneDNN runs (the reorders of X and Y and the convolution: up to 3 per node)
-// costs a fork and a join: on a 2-vCPU VM (Zen 5) a 96-channel 3x3 depthwise convolution at 8x8 took 1.8 us on
-// one thread and 7.1 us on two, each of its reorders 0.7 and 4.8 us (ONEDNN_VERBOSE=2). Per model the threshold
-// mattered little between 1e5 and 3e6 FLOP per thread (interleaved runs, 2 threads); what it must catch are
-// the squeeze-excitation convolutions on 1x1 pixels (tens of kFLOP, 2-4 us on one thread, 8-16 on two). The
-// NCHW sgemm path takes 2e6: 24 -> 58 channels at 28x28 (2.2 MFLOP) took 10.4 us on one thread, 12.7 on two;
-// 58 -> 58 (5.3 MFLOP) 23.8 and 18.2.
 // Whether the NCHW sgemm path suits this pointwise convolution's shape: not for 2 to 63 pixels per image, where
 // sgemm's N (the pixels) is too narrow for its kernels (ShuffleNet v2's 464 -> 1024 at 7x7: sgemm 300 us, 155
 // GFLOP/s; brgconv_1x1 on channels-last 207 us, 225 GFLOP/s, so 276 us with the reorders of X and Y, against
@@ -163,6 +155,14 @@ bool sgemm_shape_ok(const ConvGeom& g) {
   return hw == 1 || hw >= 64;
 }
 
+// Threads for one convolution: one per `per_thread` floating-point operations (2 x multiply-adds), at most the
+// team's size. Every parallel region oneDNN runs (the reorders of X and Y and the convolution: up to 3 per node)
+// costs a fork and a join: on a 2-vCPU VM (Zen 5) a 96-channel 3x3 depthwise convolution at 8x8 took 1.8 us on
+// one thread and 7.1 us on two, each of its reorders 0.7 and 4.8 us (ONEDNN_VERBOSE=2). Per model the threshold
+// mattered little between 1e5 and 3e6 FLOP per thread (interleaved runs, 2 threads); what it must catch are
+// the squeeze-excitation convolutions on 1x1 pixels (tens of kFLOP, 2-4 us on one thread, 8-16 on two). The
+// NCHW sgemm path takes 2e6: 24 -> 58 channels at 28x28 (2.2 MFLOP) took 10.4 us on one thread, 12.7 on two;
+// 58 -> 58 (5.3 MFLOP) 23.8 and 18.2.
 int conv_threads(const ConvGeom& g, double per_thread) {
   double flops = 2.0 * static_cast<double>(g.C / g.G);
   for (int64_t d : g.out_shape) flops *= static_cast<double>(d);
@@ -530,9 +530,9 @@ class ConvKernel {
   //    2x3 up to 8 MB; beyond both, direct (512 -> 512: 2x3 would read 16.8 MB).
   // Outputs at 7x7 stay direct (4x3 0.9-1.7x the direct time there, single layers, warm cache). Both kernels
   // stay within 2.5e-6 of the largest output (max |winograd - direct| / max |y|, 64-512 channels, He-initialised
-  // weights; zoo outputs against ONNX Runtime unchanged at <= 4.3e-6). Blocked X and Y (nchwc-layout) are taken
-  // as they are: no reorder around it, unlike channels-last brgconv. OPHOST_CONV_WINOGRAD=0 turns it off (direct
-  // convolutions only).
+  // weights; zoo outputs against ONNX Runtime at <= 5.1e-6 of their range, as before). Blocked X and Y
+  // (nchwc-layout) are taken as they are: no reorder around it, unlike channels-last brgconv.
+  // OPHOST_CONV_WINOGRAD=0 turns it off (direct convolutions only).
   bool try_winograd(Prim& p, const memory::dims& src_dims, const memory::dims& dst_dims, tag src_tag, tag dst_tag,
                     const memory::desc& wei_any, const memory::dims& pl, const memory::dims& pr,
                     const dnnl::primitive_attr& attr, bool bias) const {
