@@ -22,7 +22,7 @@ struct ActKernel {
     if (!y.present()) return;
     dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
       const T a = static_cast<T>(alpha), b = static_cast<T>(beta);
-      unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
+      unary_apply(static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
                   [a, b](T v) { return F{}(v, a, b); });
     });
   }

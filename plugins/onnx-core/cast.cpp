@@ -5,10 +5,10 @@
 namespace onnx_core {
 namespace {
 
-void cast_buffer(const oph::KernelContext& ctx, oph_dtype from, const void* src, oph_dtype to, void* dst, size_t n,
+void cast_buffer(oph_dtype from, const void* src, oph_dtype to, void* dst, size_t n,
                  const std::string& op) {
   if (from == to) {
-    copy_bytes(ctx, dst, src, n * elem_size(from));
+    copy_bytes(dst, src, n * elem_size(from));
     return;
   }
   dispatch_all(from, op, [&]<class S>(std::type_identity<S>) {
@@ -40,7 +40,7 @@ void register_cast(oph::Pack& pack) {
                               oph::TensorRef x = input(ctx, 0, "Cast");
                               oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "Cast");
                               if (!y.present()) return;
-                              cast_buffer(ctx, x.dtype(), x.data(), y.dtype(), y.data(), x.size(), "Cast");
+                              cast_buffer(x.dtype(), x.data(), y.dtype(), y.data(), x.size(), "Cast");
                             });
     if (since >= 19) b.attr("saturate", int64_t{1});
     add_types(b, "T1", kAll);
@@ -63,7 +63,7 @@ void register_cast(oph::Pack& pack) {
                               oph::TensorRef x = input(ctx, 0, "CastLike");
                               oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "CastLike");
                               if (!y.present()) return;
-                              cast_buffer(ctx, x.dtype(), x.data(), y.dtype(), y.data(), x.size(), "CastLike");
+                              cast_buffer(x.dtype(), x.data(), y.dtype(), y.data(), x.size(), "CastLike");
                             });
     if (since >= 19) b.attr("saturate", int64_t{1});
     add_types(b, "T1", kAll);

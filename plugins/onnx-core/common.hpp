@@ -294,7 +294,7 @@ inline std::vector<int64_t> read_ints(const oph_tensor* t, const std::string& op
 }
 
 // Copies src to dst unless they are the same buffer (ops that may run in place).
-inline void copy_bytes(const oph::KernelContext& ctx, void* dst, const void* src, size_t bytes) {
+inline void copy_bytes(void* dst, const void* src, size_t bytes) {
   if (dst == src || bytes == 0) return;
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
@@ -327,7 +327,7 @@ inline std::vector<int64_t> compact_strides(std::span<const int64_t> shape) {
 // Expand and the depth/space rearrangements. Dimensions of size 1 are dropped and neighbours that are contiguous
 // in the source too (strides_k == strides_k+1 * shape_k+1) merged first, so a channel slice of NCHW or a
 // Transpose that keeps the trailing dims together copies whole rows (memcpy) instead of single elements.
-inline void strided_copy(const oph::KernelContext& ctx, void* dst, const void* src, size_t es, std::span<const int64_t> shape,
+inline void strided_copy(void* dst, const void* src, size_t es, std::span<const int64_t> shape,
                          std::span<const int64_t> strides, int64_t base) {
   const size_t n = oph::numel(shape);
   if (n == 0) return;
@@ -418,14 +418,14 @@ inline void strided_copy(const oph::KernelContext& ctx, void* dst, const void* s
 // ---------------------------------------------------------------------------------------------------------
 
 template <class TI, class TO, class Op>
-void unary_apply(const oph::KernelContext& ctx, const TI* x, TO* y, size_t n, Op op) {
+void unary_apply(const TI* x, TO* y, size_t n, Op op) {
   parallel_for(n, kGrain, [=](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) y[i] = op(x[i]);
   });
 }
 
 // y = fn(x) for a vectorised float32 loop (simd_math.hpp), called on chunks of the tensor.
-inline void unary_apply_f32(const oph::KernelContext& ctx, const oph::TensorRef& x, const oph::TensorRef& y,
+inline void unary_apply_f32(const oph::TensorRef& x, const oph::TensorRef& y,
                             void (*fn)(const float*, float*, size_t)) {
   const float* X = static_cast<const float*>(x.data());
   float* Y = static_cast<float*>(y.data());
@@ -434,7 +434,7 @@ inline void unary_apply_f32(const oph::KernelContext& ctx, const oph::TensorRef&
 
 // out = op(a, b) with ONNX multidirectional broadcasting; `oshape` is broadcast_shapes(ashape, bshape).
 template <class TA, class TB, class TO, class Op>
-void binary_apply(const oph::KernelContext& ctx, const TA* a, std::span<const int64_t> ashape, const TB* b,
+void binary_apply(const TA* a, std::span<const int64_t> ashape, const TB* b,
                   std::span<const int64_t> bshape, TO* out, std::span<const int64_t> oshape, Op op) {
   const size_t n = oph::numel(oshape);
   if (n == 0) return;

@@ -37,7 +37,7 @@ void compare_compute(const oph::KernelContext& ctx, const std::string& op) {
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
   if (!y.present()) return;
   dispatch_numeric_all<bool>(a.dtype(), op, [&]<class T>(std::type_identity<T>) {
-    binary_apply(ctx, static_cast<const T*>(a.data()), a.shape(), static_cast<const T*>(b.data()), b.shape(),
+    binary_apply(static_cast<const T*>(a.data()), a.shape(), static_cast<const T*>(b.data()), b.shape(),
                  static_cast<bool*>(y.data()), std::span<const int64_t>(oshape), Op{});
   });
 }
@@ -75,7 +75,7 @@ void register_logical(oph::Pack& pack, const char* name, const char* doc) {
         std::vector<int64_t> oshape = oph::broadcast_shapes(a.shape(), b.shape());
         oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
         if (!y.present()) return;
-        binary_apply(ctx, static_cast<const bool*>(a.data()), a.shape(), static_cast<const bool*>(b.data()),
+        binary_apply(static_cast<const bool*>(a.data()), a.shape(), static_cast<const bool*>(b.data()),
                      b.shape(), static_cast<bool*>(y.data()), std::span<const int64_t>(oshape), Op{});
       });
 }
@@ -190,7 +190,7 @@ void register_compare(oph::Pack& pack) {
         oph::TensorRef x = input(ctx, 0, "Not");
         oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "Not");
         if (!y.present()) return;
-        unary_apply(ctx, static_cast<const bool*>(x.data()), static_cast<bool*>(y.data()), x.size(),
+        unary_apply(static_cast<const bool*>(x.data()), static_cast<bool*>(y.data()), x.size(),
                     [](bool v) { return !v; });
       })
       .may_inplace(0, 0);

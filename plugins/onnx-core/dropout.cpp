@@ -73,7 +73,7 @@ struct DropoutKernel {
     if (training && (ratio < 0 || ratio >= 1))
       fail(kOp + ": ratio must be in [0, 1) in training mode, got " + std::to_string(ratio));
     if (!training || ratio == 0) {
-      if (y.present()) copy_bytes(ctx, y.data(), x.data(), x.size() * elem_size(x.dtype()));
+      if (y.present()) copy_bytes(y.data(), x.data(), x.size() * elem_size(x.dtype()));
       if (m.present()) fill_ones(m);
       return;
     }

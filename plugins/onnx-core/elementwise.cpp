@@ -76,7 +76,7 @@ void binary_compute(const oph::KernelContext& ctx, const std::string& op) {
       for (size_t i = 0, n = b.size(); i < n; ++i)
         if (pb[i] == 0) fail(op + ": integer division by zero");
     }
-    binary_apply(ctx, static_cast<const T*>(a.data()), a.shape(), pb, b.shape(), static_cast<T*>(y.data()),
+    binary_apply(static_cast<const T*>(a.data()), a.shape(), pb, b.shape(), static_cast<T*>(y.data()),
                  oshape.span(), Op{});
   });
 }
@@ -113,14 +113,14 @@ void pow_compute(const oph::KernelContext& ctx) {
     });
     if (ev == 2.0) {
       dispatch_float(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
-        unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(), [](T v) { return v * v; });
+        unary_apply(static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(), [](T v) { return v * v; });
       });
       return;
     }
   }
   dispatch_numeric(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
     dispatch_numeric_all(e.dtype(), op, [&]<class T1>(std::type_identity<T1>) {
-      binary_apply(ctx, static_cast<const T*>(x.data()), x.shape(), static_cast<const T1*>(e.data()), e.shape(),
+      binary_apply(static_cast<const T*>(x.data()), x.shape(), static_cast<const T1*>(e.data()), e.shape(),
                    static_cast<T*>(y.data()), std::span<const int64_t>(oshape),
                    [](T a, T1 b) { return pow_one<T, T1>(a, b); });
     });

@@ -123,7 +123,7 @@ void scatter_elements_compute(const oph::KernelContext& ctx, int32_t since) {
     fail(op + ": updates shape " + shape_str(upd.shape()) + " must equal the indices shape " + shape_str(idx.shape()));
   oph::TensorRef y = ensure_output(ctx, 0, data.shape(), op);
   if (!y.present()) return;
-  copy_bytes(ctx, y.data(), data.data(), data.size() * elem_size(data.dtype()));
+  copy_bytes(y.data(), data.data(), data.size() * elem_size(data.dtype()));
   auto st = compact_strides(data.shape());
   auto ish = idx.shape();
   const int64_t dim = data.shape()[axis];
@@ -305,7 +305,7 @@ void scatternd_compute(const oph::KernelContext& ctx, int32_t since) {
          std::to_string(g.last) + ":] = " + shape_str(want));
   oph::TensorRef y = ensure_output(ctx, 0, data.shape(), op);
   if (!y.present()) return;
-  copy_bytes(ctx, y.data(), data.data(), data.size() * elem_size(data.dtype()));
+  copy_bytes(y.data(), data.data(), data.size() * elem_size(data.dtype()));
   const int64_t* I = static_cast<const int64_t*>(idx.data());
   dispatch_all(data.dtype(), op, [&]<class T>(std::type_identity<T>) {
     const T* U = static_cast<const T*>(upd.data());

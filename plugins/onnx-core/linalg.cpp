@@ -140,7 +140,7 @@ void matmul_compute(const oph::KernelContext& ctx) {
 
 // Runs the packed product over every row of A (its batch dims folded into rows) and every panel, split across
 // the intra-op threads by panels.
-void run_packed(const oph::KernelContext& ctx, const gemm_packed::PackedB& pb, const float* A, size_t rows, float* C,
+void run_packed(const gemm_packed::PackedB& pb, const float* A, size_t rows, float* C,
                 const float* bias) {
   const size_t K = pb.rows(), N = pb.cols(), panels = pb.panels();
   // Enough work per task to amortise a task switch: about kGrain multiply-adds per element of C's panel column.
@@ -181,7 +181,7 @@ class MatMulKernel {
     if (!y.present()) return true;
     const size_t rows = oph::numel(a.shape()) / packed_.rows();
     if (rows == 0) return true;
-    run_packed(ctx, packed_, static_cast<const float*>(a.data()), rows, static_cast<float*>(y.data()), bias);
+    run_packed(packed_, static_cast<const float*>(a.data()), rows, static_cast<float*>(y.data()), bias);
     return true;
   }
   gemm_packed::PackedB packed_;
@@ -314,7 +314,7 @@ struct GemmKernel {
     if (!packed.empty() && a.dtype() == f32 && static_cast<size_t>(s.K) == packed.rows() &&
         static_cast<size_t>(s.N) == packed.cols() && (!c.present() || !bias.empty())) {
       if (s.M > 0)
-        run_packed(ctx, packed, static_cast<const float*>(a.data()), static_cast<size_t>(s.M),
+        run_packed(packed, static_cast<const float*>(a.data()), static_cast<size_t>(s.M),
                    static_cast<float*>(y.data()), bias.empty() ? nullptr : bias.data());
       return;
     }

@@ -34,7 +34,7 @@ void register_float_unary(oph::Pack& pack, const char* name, int32_t since, int3
         oph::TensorRef y = ensure_output(ctx, 0, x.shape(), op);
         if (!y.present()) return;
         if (simd && x.dtype() == f32) {
-          unary_apply_f32(ctx, x, y, simd);
+          unary_apply_f32(x, y, simd);
           return;
         }
         Params p;
@@ -123,14 +123,14 @@ void variadic_compute(const oph::KernelContext& ctx, const std::string& op, VarK
     T* Y = static_cast<T*>(y.data());
     auto data = [&](size_t i) { return static_cast<const T*>(ins[i].data()); };
     if (n_in == 1) {
-      binary_apply(ctx, data(0), ins[0].shape(), data(0), ins[0].shape(), Y, os, [](T a, T) { return a; });
+      binary_apply(data(0), ins[0].shape(), data(0), ins[0].shape(), Y, os, [](T a, T) { return a; });
     } else {
       // The output may share its buffer with an input of the same shape: the first step reads both inputs
       // before writing; later steps read Y element by element before overwriting it.
-      binary_apply(ctx, data(0), ins[0].shape(), data(1), ins[1].shape(), Y, os,
+      binary_apply(data(0), ins[0].shape(), data(1), ins[1].shape(), Y, os,
                    [kind](T a, T b) { return var_combine(kind, a, b); });
       for (size_t i = 2; i < n_in; ++i)
-        binary_apply(ctx, static_cast<const T*>(Y), os, data(i), ins[i].shape(), Y, os,
+        binary_apply(static_cast<const T*>(Y), os, data(i), ins[i].shape(), Y, os,
                      [kind](T a, T b) { return var_combine(kind, a, b); });
     }
     if (kind == VarKind::kMean) {
@@ -191,7 +191,7 @@ void mod_compute(const oph::KernelContext& ctx) {
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
   if (!y.present()) return;
   dispatch_numeric_all<Half>(a.dtype(), op, [&]<class T>(std::type_identity<T>) {
-    binary_apply(ctx, static_cast<const T*>(a.data()), a.shape(), static_cast<const T*>(b.data()), b.shape(),
+    binary_apply(static_cast<const T*>(a.data()), a.shape(), static_cast<const T*>(b.data()), b.shape(),
                  static_cast<T*>(y.data()), std::span<const int64_t>(oshape),
                  [fmod](T x, T z) { return mod_one(x, z, fmod); });
   });
@@ -209,7 +209,7 @@ void bitshift_compute(const oph::KernelContext& ctx) {
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
   if (!y.present()) return;
   auto run = [&]<class T>(std::type_identity<T>) {
-    binary_apply(ctx, static_cast<const T*>(a.data()), a.shape(), static_cast<const T*>(b.data()), b.shape(),
+    binary_apply(static_cast<const T*>(a.data()), a.shape(), static_cast<const T*>(b.data()), b.shape(),
                  static_cast<T*>(y.data()), std::span<const int64_t>(oshape), [left](T x, T s) -> T {
                    if (s >= sizeof(T) * 8) return T(0);
                    return left ? static_cast<T>(x << s) : static_cast<T>(x >> s);
@@ -241,7 +241,7 @@ void prelu_compute(const oph::KernelContext& ctx) {
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
   if (!y.present()) return;
   dispatch_numeric_all<Half>(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
-    binary_apply(ctx, static_cast<const T*>(x.data()), x.shape(), static_cast<const T*>(s.data()), s.shape(),
+    binary_apply(static_cast<const T*>(x.data()), x.shape(), static_cast<const T*>(s.data()), s.shape(),
                  static_cast<T*>(y.data()), std::span<const int64_t>(oshape), [](T v, T sl) -> T {
                    if constexpr (std::is_same_v<T, Half>) {
                      float f = v;
@@ -268,7 +268,7 @@ void register_numeric_unary(oph::Pack& pack, const char* name, int32_t since, co
                             oph::TensorRef y = ensure_output(ctx, 0, x.shape(), op);
                             if (!y.present()) return;
                             dispatch_numeric(x.dtype(), op, [&]<class T>(std::type_identity<T>) {
-                              unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()),
+                              unary_apply(static_cast<const T*>(x.data()), static_cast<T*>(y.data()),
                                           x.size(), [fn](T v) { return fn(v); });
                             });
                           })
@@ -334,11 +334,11 @@ void register_math(oph::Pack& pack) {
               if (!y.present()) return;
               const bool tanh_approx = gelu_tanh_attr(ctx.attr<std::string>("approximate"));
               if (x.dtype() == f32) {
-                unary_apply_f32(ctx, x, y, tanh_approx ? simd_math::gelu_tanh : simd_math::gelu);
+                unary_apply_f32(x, y, tanh_approx ? simd_math::gelu_tanh : simd_math::gelu);
                 return;
               }
               dispatch_float(x.dtype(), "Gelu", [&]<class T>(std::type_identity<T>) {
-                unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
+                unary_apply(static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
                             [tanh_approx](T v) { return static_cast<T>(gelu_ref(static_cast<double>(v), tanh_approx)); });
               });
             })
@@ -363,7 +363,7 @@ void register_math(oph::Pack& pack) {
                               oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "IsNaN");
                               if (!y.present()) return;
                               dispatch_float(x.dtype(), "IsNaN", [&]<class T>(std::type_identity<T>) {
-                                unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<bool*>(y.data()), x.size(),
+                                unary_apply(static_cast<const T*>(x.data()), static_cast<bool*>(y.data()), x.size(),
                                             [](T v) { return std::isnan(v); });
                               });
                             });
@@ -389,7 +389,7 @@ void register_math(oph::Pack& pack) {
                               const bool neg = ctx.attr<int64_t>("detect_negative") != 0;
                               const bool pos = ctx.attr<int64_t>("detect_positive") != 0;
                               dispatch_float(x.dtype(), "IsInf", [&]<class T>(std::type_identity<T>) {
-                                unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<bool*>(y.data()), x.size(),
+                                unary_apply(static_cast<const T*>(x.data()), static_cast<bool*>(y.data()), x.size(),
                                             [neg, pos](T v) { return std::isinf(v) && ((v > 0 && pos) || (v < 0 && neg)); });
                               });
                             });
@@ -411,7 +411,7 @@ void register_math(oph::Pack& pack) {
                               if (!y.present()) return;
                               const double bias = ctx.attr<float>("bias"), lambd = ctx.attr<float>("lambd");
                               dispatch_numeric(x.dtype(), "Shrink", [&]<class T>(std::type_identity<T>) {
-                                unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
+                                unary_apply(static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
                                             [bias, lambd](T v) {
                                               double d = static_cast<double>(v);
                                               return static_cast<T>(d < -lambd ? d + bias : d > lambd ? d - bias : 0.0);

@@ -27,7 +27,7 @@ std::vector<double> read_floats(const oph::TensorRef& t, const std::string& op, 
 
 // y[p, i] = x[p, i] * a[c(p), i?] + b[...] over planes p = n*C + c of `inner` elements.
 template <class T>
-void affine_planes(const oph::KernelContext& ctx, const T* x, T* y, size_t N, size_t C, size_t inner,
+void affine_planes(const T* x, T* y, size_t N, size_t C, size_t inner,
                    const std::vector<T>& a, const std::vector<T>& b, bool per_element) {
   const T* ap = a.data();
   const T* bp = b.data();
@@ -94,7 +94,7 @@ struct BatchNormKernel {
         a[i] = static_cast<T>(sc[i]) * inv;
         b[i] = static_cast<T>(bi[i]) - static_cast<T>(mean[i]) * a[i];
       }
-      affine_planes<T>(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), N, C, inner, a, b, !spatial);
+      affine_planes<T>(static_cast<const T*>(x.data()), static_cast<T*>(y.data()), N, C, inner, a, b, !spatial);
     });
   }
 };

@@ -188,7 +188,7 @@ inline std::pair<int64_t, int64_t> valid_taps(int64_t start, int64_t dilation, i
 }
 
 template <class T>
-void pool_run(const oph::KernelContext& ctx, const PoolAttrs& a, const PoolGeom& g0, const T* x, T* y, int64_t* ind,
+void pool_run(const PoolAttrs& a, const PoolGeom& g0, const T* x, T* y, int64_t* ind,
               int64_t planes) {
   // Pad to 3 spatial dims (leading dims of size 1).
   int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
@@ -437,7 +437,7 @@ struct PoolKernel {
         tmp.resize(oph::numel(g.out_shape) * sizeof(T));
         yp = reinterpret_cast<T*>(tmp.data());
       }
-      pool_run<T>(ctx, a, g, static_cast<const T*>(x.data()), yp,
+      pool_run<T>(a, g, static_cast<const T*>(x.data()), yp,
                   ind.present() ? static_cast<int64_t*>(ind.data()) : nullptr, planes);
     };
     oph_dtype dt = x.dtype();

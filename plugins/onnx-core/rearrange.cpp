@@ -47,7 +47,7 @@ void depth_space_compute(const oph::KernelContext& ctx, bool to_space, int32_t s
   }
   oph::TensorRef y = ensure_output(ctx, 0, oshape, op);
   if (!y.present()) return;
-  strided_copy(ctx, y.data(), x.data(), elem_size(x.dtype()), shape6, strides6, 0);
+  strided_copy(y.data(), x.data(), elem_size(x.dtype()), shape6, strides6, 0);
 }
 
 void register_depth_space(oph::Pack& pack) {

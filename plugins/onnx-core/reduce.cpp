@@ -96,7 +96,7 @@ using Acc = std::conditional_t<std::is_floating_point_v<T>, double,
                                std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
 
 template <class T>
-void reduce_typed(const oph::KernelContext& ctx, Kind kind, const T* X, std::span<const int64_t> in,
+void reduce_typed(Kind kind, const T* X, std::span<const int64_t> in,
                   const std::vector<bool>& mask, T* Y, size_t out_n) {
   const size_t r = in.size();
   // Offsets of the reduced positions (relative) and of the kept positions (one per output element).
@@ -198,7 +198,7 @@ void reduce_compute(const oph::KernelContext& ctx, const ReduceConfig& cfg) {
     auto axes = node_axes(cfg, ctx.attrs(), axes_present ? ctx.input(1).raw() : nullptr, axes_present, noop);
     if (noop) {
       oph::TensorRef y = ensure_output(ctx, 0, x.shape(), cfg.op);
-      if (y.present()) copy_bytes(ctx, y.data(), x.data(), x.size() * elem_size(x.dtype()));
+      if (y.present()) copy_bytes(y.data(), x.data(), x.size() * elem_size(x.dtype()));
       return;
     }
     auto mask = axes_mask(*axes, x.ndim(), cfg.since >= 11, cfg.op);
@@ -206,7 +206,7 @@ void reduce_compute(const oph::KernelContext& ctx, const ReduceConfig& cfg) {
     oph::TensorRef y = ensure_output(ctx, 0, oshape, cfg.op);
     if (!y.present()) return;
     dispatch_reduce(x.dtype(), cfg.op, [&]<class T>(std::type_identity<T>) {
-      reduce_typed<T>(ctx, cfg.kind, static_cast<const T*>(x.data()), x.shape(), mask, static_cast<T*>(y.data()),
+      reduce_typed<T>(cfg.kind, static_cast<const T*>(x.data()), x.shape(), mask, static_cast<T*>(y.data()),
                       y.size());
     });
   }

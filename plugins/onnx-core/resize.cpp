@@ -413,7 +413,7 @@ void nearest_planes(const AxisTaps& ty, const AxisTaps& tx, size_t planes, int64
 }
 
 template <class T>
-void resize_run(const oph::KernelContext& ctx, const ResizeAttrs& a, const ResizePlan& p, std::span<const int64_t> in,
+void resize_run(const ResizeAttrs& a, const ResizePlan& p, std::span<const int64_t> in,
                 const T* x, T* y) {
   const size_t r = in.size();
   if (r == 0) {
@@ -557,16 +557,16 @@ struct ResizeKernel {
     if (!y.present() || y.size() == 0) return;
     if (x.size() == 0) fail(op + ": cannot resize an empty input to a non-empty output");
     oph_dtype dt = x.dtype();
-    if (dt == f32) resize_run<float>(ctx, a, p, xs, static_cast<const float*>(x.data()), static_cast<float*>(y.data()));
-    else if (dt == f64) resize_run<double>(ctx, a, p, xs, static_cast<const double*>(x.data()), static_cast<double*>(y.data()));
+    if (dt == f32) resize_run<float>(a, p, xs, static_cast<const float*>(x.data()), static_cast<float*>(y.data()));
+    else if (dt == f64) resize_run<double>(a, p, xs, static_cast<const double*>(x.data()), static_cast<double*>(y.data()));
     else if (dt == u8 && a.mode == Mode::kNearest)
-      resize_run<uint8_t>(ctx, a, p, xs, static_cast<const uint8_t*>(x.data()), static_cast<uint8_t*>(y.data()));
+      resize_run<uint8_t>(a, p, xs, static_cast<const uint8_t*>(x.data()), static_cast<uint8_t*>(y.data()));
     else if (dt == i8 && a.mode == Mode::kNearest)
-      resize_run<int8_t>(ctx, a, p, xs, static_cast<const int8_t*>(x.data()), static_cast<int8_t*>(y.data()));
+      resize_run<int8_t>(a, p, xs, static_cast<const int8_t*>(x.data()), static_cast<int8_t*>(y.data()));
     else if (dt == i32 && a.mode == Mode::kNearest)
-      resize_run<int32_t>(ctx, a, p, xs, static_cast<const int32_t*>(x.data()), static_cast<int32_t*>(y.data()));
+      resize_run<int32_t>(a, p, xs, static_cast<const int32_t*>(x.data()), static_cast<int32_t*>(y.data()));
     else if (dt == i64 && a.mode == Mode::kNearest)
-      resize_run<int64_t>(ctx, a, p, xs, static_cast<const int64_t*>(x.data()), static_cast<int64_t*>(y.data()));
+      resize_run<int64_t>(a, p, xs, static_cast<const int64_t*>(x.data()), static_cast<int64_t*>(y.data()));
     else fail(op + ": dtype " + oph::dtype_name(dt) + " is not supported for this mode", OPH_CODE_UNIMPLEMENTED);
   }
 };

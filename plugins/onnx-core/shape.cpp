@@ -98,7 +98,7 @@ void reshape_compute(const oph::KernelContext& ctx, bool has_allowzero) {
   std::vector<int64_t> out = reshape_shape(x.shape(), req, reshape_allowzero(ctx.attrs(), has_allowzero));
   oph::TensorRef y = ensure_output(ctx, 0, out, "Reshape");
   if (!y.present()) return;
-  copy_bytes(ctx, y.data(), x.data(), x.size() * elem_size(x.dtype()));
+  copy_bytes(y.data(), x.data(), x.size() * elem_size(x.dtype()));
 }
 
 void register_reshape(oph::Pack& pack, int32_t since, int32_t until) {
@@ -164,7 +164,7 @@ void transpose_compute(const oph::KernelContext& ctx) {
   }
   oph::TensorRef y = ensure_output(ctx, 0, oshape, "Transpose");
   if (!y.present()) return;
-  strided_copy(ctx, y.data(), x.data(), elem_size(x.dtype()), oshape, st, 0);
+  strided_copy(y.data(), x.data(), elem_size(x.dtype()), oshape, st, 0);
 }
 
 // ----- Concat -----
@@ -307,7 +307,7 @@ void register_flatten(oph::Pack& pack, int32_t since, int32_t until, bool allow_
             int64_t ax = flatten_axis(ctx.attr<int64_t>("axis"), x.ndim(), allow_negative);
             oph::TensorRef y = ensure_output(ctx, 0, flatten_shape(x.shape(), ax), "Flatten");
             if (!y.present()) return;
-            copy_bytes(ctx, y.data(), x.data(), x.size() * elem_size(x.dtype()));
+            copy_bytes(y.data(), x.data(), x.size() * elem_size(x.dtype()));
           })
           .may_inplace(0, 0);
   add_types(b, "T", types);
@@ -386,7 +386,7 @@ void register_unsqueeze(oph::Pack& pack, int32_t since, int32_t until, AxesFrom 
                                                              : read_ints(input(ctx, 1, "Unsqueeze").raw(), "Unsqueeze", "axes");
         oph::TensorRef y = ensure_output(ctx, 0, unsqueeze_shape(x.shape(), axes, allow_negative), "Unsqueeze");
         if (!y.present()) return;
-        copy_bytes(ctx, y.data(), x.data(), x.size() * elem_size(x.dtype()));
+        copy_bytes(y.data(), x.data(), x.size() * elem_size(x.dtype()));
       })
       .may_inplace(0, 0);
 }
@@ -434,7 +434,7 @@ void register_squeeze(oph::Pack& pack, int32_t since, int32_t until, AxesFrom fr
         auto out = squeeze_shape(x.shape(), axes, allow_negative);
         oph::TensorRef y = ensure_output(ctx, 0, *out, "Squeeze");
         if (!y.present()) return;
-        copy_bytes(ctx, y.data(), x.data(), x.size() * elem_size(x.dtype()));
+        copy_bytes(y.data(), x.data(), x.size() * elem_size(x.dtype()));
       })
       .may_inplace(0, 0);
 }

@@ -72,7 +72,7 @@ void slice_run(const oph::KernelContext& ctx, const oph::TensorRef& x, const Sli
     strides[k] = st[k] * s.step[k];
     base += s.start[k] * st[k];
   }
-  strided_copy(ctx, y.data(), x.data(), elem_size(x.dtype()), s.shape, strides, base);
+  strided_copy(y.data(), x.data(), elem_size(x.dtype()), s.shape, strides, base);
 }
 
 void register_slice(oph::Pack& pack) {

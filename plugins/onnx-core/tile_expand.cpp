@@ -59,7 +59,7 @@ void register_expand_tile(oph::Pack& pack) {
               std::vector<int64_t> strides(oshape.size(), 0);
               const size_t off = oshape.size() - x.shape().size();
               for (size_t k = 0; k < x.shape().size(); ++k) strides[k + off] = x.shape()[k] == 1 ? 0 : st[k];
-              strided_copy(ctx, y.data(), x.data(), elem_size(x.dtype()), oshape, strides, 0);
+              strided_copy(y.data(), x.data(), elem_size(x.dtype()), oshape, strides, 0);
             });
     add_types(b, "T", kAll);
   }

@@ -58,12 +58,12 @@ void unary_compute(const oph::KernelContext& ctx, const std::string& op, bool fl
   if (!y.present()) return;
   if constexpr (requires { Op::kSimd; }) {
     if (x.dtype() == f32) {
-      unary_apply_f32(ctx, x, y, Op::kSimd);
+      unary_apply_f32(x, y, Op::kSimd);
       return;
     }
   }
   auto run = [&]<class T>(std::type_identity<T>) {
-    unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(), Op{});
+    unary_apply(static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(), Op{});
   };
   if (float_only) dispatch_float(x.dtype(), op, run);
   else dispatch_numeric(x.dtype(), op, run);
@@ -92,7 +92,7 @@ void identity_compute(const oph::KernelContext& ctx) {
   oph::TensorRef x = input(ctx, 0, "Identity");
   oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "Identity");
   if (!y.present()) return;
-  copy_bytes(ctx, y.data(), x.data(), x.size() * elem_size(x.dtype()));
+  copy_bytes(y.data(), x.data(), x.size() * elem_size(x.dtype()));
 }
 
 // ----- LeakyRelu -----
@@ -107,7 +107,7 @@ struct LeakyReluKernel {
     if (!y.present()) return;
     dispatch_float(x.dtype(), "LeakyRelu", [&]<class T>(std::type_identity<T>) {
       const T a = static_cast<T>(alpha);
-      unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
+      unary_apply(static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
                   [a](T v) { return v < T(0) ? v * a : v; });
     });
   }
@@ -115,8 +115,8 @@ struct LeakyReluKernel {
 
 // ----- Clip -----
 template <class T>
-void clip_run(const oph::KernelContext& ctx, const oph::TensorRef& x, const oph::TensorRef& y, T lo, T hi) {
-  unary_apply(ctx, static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
+void clip_run(const oph::TensorRef& x, const oph::TensorRef& y, T lo, T hi) {
+  unary_apply(static_cast<const T*>(x.data()), static_cast<T*>(y.data()), x.size(),
               [lo, hi](T v) { return std::min(std::max(v, lo), hi); });
 }
 
@@ -131,7 +131,7 @@ struct Clip6Kernel {
     oph::TensorRef y = ensure_output(ctx, 0, x.shape(), "Clip");
     if (!y.present()) return;
     dispatch_float(x.dtype(), "Clip", [&]<class T>(std::type_identity<T>) {
-      clip_run<T>(ctx, x, y, static_cast<T>(lo), static_cast<T>(hi));
+      clip_run<T>(x, y, static_cast<T>(lo), static_cast<T>(hi));
     });
   }
 };
@@ -152,7 +152,7 @@ void clip11_compute(const oph::KernelContext& ctx) {
     };
     bound(1, lo, "min");
     bound(2, hi, "max");
-    clip_run<T>(ctx, x, y, lo, hi);
+    clip_run<T>(x, y, lo, hi);
   });
 }
 
