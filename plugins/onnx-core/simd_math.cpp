@@ -233,11 +233,16 @@ void SoftmaxRowsImpl(const float* x, float* y, size_t rows, size_t len) {
 }
 
 // Channel blocks (see simd_math.hpp): the `block` per-channel values repeated over L = max(lanes, block) floats,
-// so that each vector of a pixel run meets its own slice of them; k = L / lanes vectors per step (1, 2 or 4).
+// so that each vector of a pixel run meets its own slice of them; k = L / lanes vectors per step (1, 2 or 4;
+// more only on the scalar target, which loops element by element).
 // The last n % L floats (less than one step: only when a vector holds more than one block) go scalar.
 void MulChannelBlocksImpl(const float* x, const float* s, float* y, size_t pixels, size_t block) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d), L = N > block ? N : block, k = L / N, n = pixels * block;
+  if (k > 4) {  // vectors of fewer than 4 floats (the scalar target): element by element
+    for (size_t i = 0; i < n; ++i) y[i] = x[i] * s[i % block];
+    return;
+  }
   HWY_ALIGN float pat[64];
   for (size_t i = 0; i < L; ++i) pat[i] = s[i % block];
   const auto s0 = hn::Load(d, pat), s1 = hn::Load(d, pat + (k > 1 ? N : 0)),
@@ -257,6 +262,11 @@ void MulChannelBlocksImpl(const float* x, const float* s, float* y, size_t pixel
 void SumChannelBlocksImpl(const float* x, size_t pixels, size_t block, float* sum) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d), L = N > block ? N : block, k = L / N, n = pixels * block;
+  if (k > 4) {  // vectors of fewer than 4 floats (the scalar target): element by element
+    for (size_t c = 0; c < block; ++c) sum[c] = 0.0f;
+    for (size_t i = 0; i < n; ++i) sum[i % block] += x[i];
+    return;
+  }
   auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
   size_t i = 0;
   for (; i + L <= n; i += L) {
