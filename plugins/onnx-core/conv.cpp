@@ -492,17 +492,27 @@ class ConvKernel {
     return p;
   }
 
-  // The primitive descriptor of a forward (de)convolution, with a bias when `bias_md` is given.
+  // The operation descriptor of a forward (de)convolution, with a bias when `bias_md` is given.
+  template <class Fwd>
+  static typename Fwd::desc forward_desc(dnnl::algorithm alg, const memory::desc& src, const memory::desc& wei,
+                                         const memory::desc* bias_md, const memory::desc& dst,
+                                         const memory::dims& strides, const memory::dims& dil, const memory::dims& pl,
+                                         const memory::dims& pr) {
+    return bias_md ? typename Fwd::desc(dnnl::prop_kind::forward_inference, alg, src, wei, *bias_md, dst, strides,
+                                        dil, pl, pr)
+                   : typename Fwd::desc(dnnl::prop_kind::forward_inference, alg, src, wei, dst, strides, dil, pl, pr);
+  }
+
+  // Its primitive descriptor (oneDNN's first implementation; not for walking next_impl(), which reads the
+  // operation descriptor again: keep that alive, as try_winograd does).
   template <class Fwd>
   static typename Fwd::primitive_desc forward_pd(dnnl::algorithm alg, const memory::desc& src, const memory::desc& wei,
                                                  const memory::desc* bias_md, const memory::desc& dst,
                                                  const memory::dims& strides, const memory::dims& dil,
                                                  const memory::dims& pl, const memory::dims& pr,
                                                  const dnnl::primitive_attr& attr) {
-    auto d = bias_md ? typename Fwd::desc(dnnl::prop_kind::forward_inference, alg, src, wei, *bias_md, dst, strides,
-                                          dil, pl, pr)
-                     : typename Fwd::desc(dnnl::prop_kind::forward_inference, alg, src, wei, dst, strides, dil, pl, pr);
-    return typename Fwd::primitive_desc(d, attr, cpu_engine());
+    return typename Fwd::primitive_desc(forward_desc<Fwd>(alg, src, wei, bias_md, dst, strides, dil, pl, pr), attr,
+                                        cpu_engine());
   }
 
   // Takes the layouts, scratchpad size, implementation name and primitive of `pd` into `p`.
@@ -561,12 +571,9 @@ class ConvKernel {
     try {
       // The operation descriptor stays alive while the implementations are walked: oneDNN 2.6's next_impl()
       // reads it again (a descriptor gone out of scope crashed the primitive's creation).
-      const auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                            dnnl::algorithm::convolution_winograd, src_md, wei_any,
-                                                            p.bias_md, dst_md, {1, 1}, {0, 0}, pl, pr)
-                          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                            dnnl::algorithm::convolution_winograd, src_md, wei_any,
-                                                            dst_md, {1, 1}, {0, 0}, pl, pr);
+      const auto d = forward_desc<dnnl::convolution_forward>(dnnl::algorithm::convolution_winograd, src_md, wei_any,
+                                                             bias ? &p.bias_md : nullptr, dst_md, {1, 1}, {0, 0}, pl,
+                                                             pr);
       dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
       std::vector<std::string> impls;  // walked once; pd then holds the last one
       do impls.emplace_back(pd.impl_info_str());
