@@ -9,14 +9,15 @@
 # side can be kept while the tree is rebuilt. Each round, for each ISA: `ophost bench --random` of the before
 # build, of the after build (p50 of N timed runs after 50 warm-ups; N = --iters, default 2000), then ort-run.js
 # --random (median of N after 50). --isa avx2 caps ophost with ONEDNN_MAX_CPU_ISA=AVX2 (and DNNL_MAX_CPU_ISA),
-# which also caps onnx-core's Highway kernels; ORT runs natively in every row. --rounds (default 5), --threads
-# (default 1, both sides).
+# which also caps onnx-core's Highway kernels, and runs ORT from an AVX2-capped copy (tools/bench/ort_avx2.sh);
+# native rows run both natively. --rounds (default 5), --threads (default 1, both sides).
 # Output: one line per round and ISA, then per ISA the median of each side over the rounds and the median
 # (min-max) of the per-round ratios before/ORT and after/ORT.
-# Env: ORT_DIR (default build/ort; installed with shared/peers/ort/setup.sh when missing).
+# Env: ORT_DIR (default build/ort; installed with shared/peers/ort/setup.sh when missing), ORT_AVX2_DIR (default
+# build/ort-avx2; made from ORT_DIR when missing).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
 BEFORE="" AFTER="" ISA=both ROUNDS=5 ITERS=2000 THREADS=1 POS=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -45,6 +46,8 @@ done
 ORT_DIR=${ORT_DIR:-build/ort}
 PEER=$(cd ../shared/peers/ort 2>/dev/null && pwd || echo /work/shared/peers/ort)
 [ -d "$ORT_DIR/node_modules/onnxruntime-node" ] || bash "$PEER/setup.sh" "$ORT_DIR" >&2
+ORT_AVX2_DIR=${ORT_AVX2_DIR:-build/ort-avx2}
+[[ " ${ISAS[*]} " != *" avx2 "* ]] || tools/bench/ort_avx2.sh "$ORT_DIR" "$ORT_AVX2_DIR"
 name=${INPUT%%=*} dims=${INPUT#*=}
 jnum() { sed -n "s/.*\"$1\":\\([-0-9.e]*\\).*/\\1/p" | tail -1; }
 oph() {  # build isa -> p50 ms
@@ -52,8 +55,9 @@ oph() {  # build isa -> p50 ms
   env "${env[@]}" "$1/bin/ophost" bench "$MODEL" --random --shape "$name=$dims" --threads "$THREADS" --warmup 50 \
     -n "$ITERS" --json - | tail -1 | jnum p50_ms
 }
-ort() {
-  NODE_PATH=$ORT_DIR/node_modules node "$PEER/ort-run.js" --model "$MODEL" --random "$INPUT" --threads "$THREADS" \
+ort() {  # isa -> median ms
+  local dir=$ORT_DIR; [ "$1" = avx2 ] && dir=$ORT_AVX2_DIR
+  NODE_PATH=$dir/node_modules node "$PEER/ort-run.js" --model "$MODEL" --random "$INPUT" --threads "$THREADS" \
     --warmup 50 --iters "$ITERS" | tail -1 | jnum median_ms
 }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ab-builds.XXXXXX")
@@ -61,7 +65,7 @@ trap 'rm -rf "$WORK"' EXIT
 echo "model $MODEL, input $INPUT, threads $THREADS, $ITERS runs per block, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$ROUNDS"); do
   for isa in "${ISAS[@]}"; do
-    b=$(oph "$BEFORE" "$isa") a=$(oph "$AFTER" "$isa") o=$(ort)
+    b=$(oph "$BEFORE" "$isa") a=$(oph "$AFTER" "$isa") o=$(ort "$isa")
     printf 'round %d %-6s before %s ms, after %s ms, ORT %s ms\n' "$r" "$isa" "$b" "$a" "$o"
     echo "$b $a $o" >>"$WORK/$isa"
   done

@@ -18,14 +18,15 @@
 # ratio = ophost median / ORT median. Peak RSS (/usr/bin/time -f %M) is the largest over a side's processes;
 # ORT's includes Node.js (the baseline of node + onnxruntime-node loaded is printed under the table).
 # --isa avx2 runs ophost with ONEDNN_MAX_CPU_ISA=AVX2 (and DNNL_MAX_CPU_ISA, the same cap in older oneDNN; it caps
-# onnx-core's Highway kernels too);
-# native is what /proc/cpuinfo offers (oneDNN's own ISA line is printed for each). ONNX Runtime has no such cap:
-# it runs native in every row. --threads (default 1; all = nproc) is given to both sides. --omp-env also sets
+# onnx-core's Highway kernels too) and ONNX Runtime from an AVX2-capped copy of the peer (tools/bench/ort_avx2.sh:
+# ORT has no ISA switch, the copy's library reads XCR0 without the AVX-512 state), so both sides run AVX2 code on
+# the same core, as on a machine without AVX-512; native is what /proc/cpuinfo offers, on both sides (oneDNN's own
+# ISA line is printed for each). --threads (default 1; all = nproc) is given to both sides. --omp-env also sets
 # OMP_NUM_THREADS to that number for ophost (oneDNN's OpenMP team; without it the team is whatever ophost sets,
 # and the CPU % column shows when that is more than --threads).
 # A model that fails on ophost is a row with the exit status and the first line of the error.
 # Env: BUILD (default build), ORT_DIR (default $BUILD/ort; installed with shared/peers/ort/setup.sh when
-# missing), OPHOST_ZOO_DIR (default $BUILD/zoo), ZOO_TIMEOUT (seconds per process, default 600).
+# missing), ORT_AVX2_DIR (default $BUILD/ort-avx2; made from ORT_DIR by tools/bench/ort_avx2.sh when missing), OPHOST_ZOO_DIR (default $BUILD/zoo), ZOO_TIMEOUT (seconds per process, default 600).
 # The table (markdown) goes to stdout and to ZOO_DIR/results/; progress to stderr.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -68,6 +69,10 @@ else
       "(apt-get install -y --no-install-recommends python3-torch python3-torchvision)"
 fi
 [ -d "$ORT_DIR/node_modules/onnxruntime-node" ] || bash "$PEER/setup.sh" "$ORT_DIR" >&2
+ORT_AVX2_DIR=${ORT_AVX2_DIR:-$BUILD/ort-avx2}
+if [[ " ${ISAS[*]} " == *" avx2 "* ]]; then
+  tools/bench/ort_avx2.sh "$ORT_DIR" "$ORT_AVX2_DIR" || { log "cannot make the AVX2-capped ORT (above)"; exit 1; }
+fi
 command -v /usr/bin/time >/dev/null || { log "/usr/bin/time missing: apt-get install -y time"; exit 1; }
 
 # --- the machine
@@ -88,7 +93,8 @@ isa_env() {  # environment of the ophost side
 }
 
 wait_bin() { for _ in $(seq 60); do [ -x "$OPHOST" ] && return; sleep 1; done; }  # another build may relink it
-ORT_CMD=(env NODE_PATH="$ORT_DIR/node_modules" node "$PEER/ort-run.js")
+ort_dir() { if [ "$1" = avx2 ]; then echo "$ORT_AVX2_DIR"; else echo "$ORT_DIR"; fi; }
+ort_label() { if [ "$1" = avx2 ]; then echo "avx2 (capped copy, tools/bench/ort_avx2.sh)"; else echo "native ($NATIVE)"; fi; }
 
 # run a command with /usr/bin/time and a timeout: $1.out, $1.err, $1.rc (128+N: signal N), $1.rss (KiB; the
 # largest of the command's processes), $1.cpu (CPU time / wall time, %: ~100 for one busy thread)
@@ -151,6 +157,7 @@ while IFS=$'\t' read -r file inputs expect tol _; do
   for isa in "${ISAS[@]}"; do
     W=$WORK/$name.$isa; mkdir -p "$W"
     E=$(isa_env "$isa")
+    ORT_CMD=(env NODE_PATH="$(ort_dir "$isa")/node_modules" node "$PEER/ort-run.js")
     t0=$(date +%s)
     # 1. one run each: load time, outputs, exit status
     wait_bin
@@ -253,9 +260,9 @@ node_rss=$(NODE_PATH=$ORT_DIR/node_modules /usr/bin/time -f %M node -e "require(
 {
   echo "ophost vs ONNX Runtime 1.30, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')),"
   echo "load at end $(cut -d' ' -f1-3 /proc/loadavg), threads $THREADS$([ "$OMP_ENV" = 1 ] && echo " (ophost with OMP_NUM_THREADS=$THREADS)"), $ROUNDS interleaved rounds, ophost $(git log -1 --format=%h 2>/dev/null)$(git diff --quiet HEAD -- host plugins devices sdk tools/ophost 2>/dev/null || echo '+local changes'), $(( $(date +%s) - START )) s"
-  for isa in "${ISAS[@]}"; do echo "ISA $(isa_label "$isa"): oneDNN reports '${ONEDNN_ISA[$isa]}'; ONNX Runtime runs native ($NATIVE) in every row"; done
+  for isa in "${ISAS[@]}"; do echo "ISA $(isa_label "$isa"): oneDNN reports '${ONEDNN_ISA[$isa]}'; ONNX Runtime runs $(ort_label "$isa")"; done
   echo
-  echo "| model | ISA (ophost) | thr | load ms ophost / ORT | median ms ophost / ORT | min ms ophost / ORT | ratio | max abs err | rel. to max\|ORT\| | peak RSS MiB ophost / ORT | CPU % ophost / ORT | ophost exit | n | note |"
+  echo "| model | ISA (both sides) | thr | load ms ophost / ORT | median ms ophost / ORT | min ms ophost / ORT | ratio | max abs err | rel. to max\|ORT\| | peak RSS MiB ophost / ORT | CPU % ophost / ORT | ophost exit | n | note |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   awk -F'\t' 'function f(x) { return (x ~ /^[0-9.e+-]+$/ && x != "-") ? sprintf("%.4g", x) : x }
     { printf "| %s | %s | %s | %s / %s | %s / %s | %s / %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s |\n",
