@@ -126,8 +126,9 @@ std::string node_created_by(const PreparedNode& pn) {
     if (has({"x_blocked", "y_blocked", "z_blocked"})) add("nchwc-layout");
     return by;
   }
-  if (n.domain == kFusedDomain && (n.op_type == kLayoutReorder || n.op_type == kBlockedMaxPool ||
-                                   n.op_type == kBlockedGlobalAveragePool || n.op_type == kBlockedMul))
+  if (n.domain == kFusedDomain &&
+      (n.op_type == kLayoutReorder || n.op_type == kBlockedMaxPool || n.op_type == kBlockedAveragePool ||
+       n.op_type == kBlockedGlobalAveragePool || n.op_type == kBlockedMul))
     return "nchwc-layout";
   if (n.domain == kFusedDomain && n.op_type == kLayerNormalization) return "layer-norm-fusion";
   if (n.domain == kFusedDomain && n.op_type == kFusedMatMul) return "matmul-bias-fusion";

@@ -13,15 +13,16 @@
 //     any order), and Concat on the channel axis of batch-1 tensors whose channel counts are all multiples of 16
 //     (so every input and the output have the same block, 8 or 16, and the blocked concatenation is the
 //     plain one: the inputs' bytes one after the other). A plain operand of such an op is reordered first.
-// Readers that take blocked values: such elementwise ops, convolutions (X, and FusedConv's Z), MaxPool
-// (without Indices; PassHooks::can_block_op), and an SE block's two ends: GlobalAveragePool (-> com.ophost::
-// BlockedGlobalAveragePool, its [N, C, 1, 1] output plain, which is the same bytes as blocked) and Mul of a
-// blocked [N, C, H, W] by a known [N or 1, C, 1, 1] (-> com.ophost::BlockedMul, blocked output; the scale is
+// Readers that take blocked values: such elementwise ops, convolutions (X, and FusedConv's Z), MaxPool (without
+// Indices) and AveragePool (PassHooks::can_block_op), and an SE block's two ends: GlobalAveragePool (->
+// com.ophost::BlockedGlobalAveragePool, its [N, C, 1, 1] output plain, which is the same bytes as blocked) and Mul
+// of a blocked [N, C, H, W] by a known [N or 1, C, 1, 1] (-> com.ophost::BlockedMul, blocked output; the scale is
 // read as it is, plain or blocked being the same bytes at 1x1). The Conv becomes com.ophost::FusedConv with
-// x_blocked/y_blocked/z_blocked, a MaxPool on a blocked value com.ophost::BlockedMaxPool (blocked output). Every other reader (and a graph output) gets
-// a plain copy from com.ophost::LayoutReorder(to=plain), one per value; the pack picks the block (8 or 16) from
-// the channel count alone, so producer and readers always agree. Values read by subgraphs are node inputs too
-// (implicit inputs), so they get plain copies the same way.
+// x_blocked/y_blocked/z_blocked, a MaxPool or AveragePool on a blocked value com.ophost::BlockedMaxPool or
+// BlockedAveragePool (blocked output). Every other reader (and a graph output) gets a plain copy from
+// com.ophost::LayoutReorder(to=plain), one per value; the pack picks the block (8 or 16) from the channel count
+// alone, so producer and readers always agree. Values read by subgraphs are node inputs too (implicit inputs), so
+// they get plain copies the same way.
 // Intermediate values are in the blocked byte order inside regions: the pass lists them in Model::blocked_values,
 // so a run's node observer reports them as skipped, and it is off while values are dumped (session_build.cpp).
 #include "passes/graph_util.hpp"
@@ -112,14 +113,21 @@ struct Layout {
     if (!w || w->dtype() != DType::kFloat32 || w->shape().size() != 4) return false;
     return hooks.can_block_conv && hooks.can_block_conv(m, n);
   }
-  // MaxPool without Indices on 4-D values (C a multiple of 8) that the pack runs blocked.
-  bool pool_ok(const Node& n) const {
-    if (!n.domain.empty() || n.op_type != "MaxPool" || n.inputs.size() != 1 || n.outputs.empty() ||
+  // MaxPool without Indices, or AveragePool, on 4-D values (C a multiple of 8) that the pack runs blocked: the
+  // blocked op's name, or null. Not AveragePool with count_include_pad and ceil_mode both set: a last window
+  // past the padding divides by its clipped size in ONNX, by the kernel's size in oneDNN.
+  const char* blocked_pool(const Node& n) const {
+    const bool max = n.op_type == "MaxPool";
+    if (!n.domain.empty() || (!max && n.op_type != "AveragePool") || n.inputs.size() != 1 || n.outputs.empty() ||
         n.outputs[0].empty() || (n.outputs.size() > 1 && !n.outputs[1].empty()) || n.outputs.size() > 2)
-      return false;
-    if (const Attribute* so = find_attr(n, "storage_order"); so && so->i != 0) return false;
-    if (!blockable(n.inputs[0]) || !blockable(n.outputs[0]) || uses.is_output(n.outputs[0])) return false;
-    return hooks.can_block_op && hooks.can_block_op(m, n, kBlockedMaxPool);
+      return nullptr;
+    if (const Attribute* so = find_attr(n, "storage_order"); so && so->i != 0) return nullptr;
+    const Attribute* cip = find_attr(n, "count_include_pad");
+    const Attribute* ceil = find_attr(n, "ceil_mode");
+    if (!max && cip && cip->i != 0 && ceil && ceil->i != 0) return nullptr;
+    if (!blockable(n.inputs[0]) || !blockable(n.outputs[0]) || uses.is_output(n.outputs[0])) return nullptr;
+    const char* op = max ? kBlockedMaxPool : kBlockedAveragePool;
+    return hooks.can_block_op && hooks.can_block_op(m, n, op) ? op : nullptr;
   }
   // GlobalAveragePool of a blockable 4-D value that the pack runs on blocked input.
   bool gap_ok(const Node& n) const {
@@ -168,7 +176,7 @@ struct Layout {
   // Whether `reader` takes value v (its input k) blocked.
   bool takes_blocked(const Node& reader, size_t k) const {
     if (conv_ok(reader)) return k == 0 || k == 3;
-    if (pool_ok(reader)) return k == 0;
+    if (blocked_pool(reader)) return k == 0;
     if (gap_ok(reader)) return k == 0;
     if (channel_mul_x(reader) >= 0) return true;  // x blocked; s [.., C, 1, 1] is the same bytes either way
     return oblivious(reader);
@@ -230,9 +238,9 @@ struct Layout {
       out.push_back(std::move(n));
       return;
     }
-    if (pool_ok(n) && blocked.count(n.inputs[0])) {
+    if (const char* op = blocked_pool(n); op && blocked.count(n.inputs[0])) {
       n.domain = kFusedDomain;
-      n.op_type = kBlockedMaxPool;
+      n.op_type = op;
       n.outputs.resize(1);
       blocked.insert(n.outputs[0]);
       ++pools;
@@ -298,7 +306,7 @@ PassResult assign_nchwc_layout(Model& m, const PassHooks& hooks) {
   if (pass.convs || pass.pools || pass.se_ops) m.opset_imports[kFusedDomain] = 1;
   r.changed = pass.convs + pass.pools + pass.se_ops + pass.reorders;
   r.message = std::to_string(pass.blocked.size()) + " values kept channel-blocked, " + std::to_string(pass.convs) +
-              " convolutions, " + std::to_string(pass.pools) + " MaxPool and " + std::to_string(pass.se_ops) +
+              " convolutions, " + std::to_string(pass.pools) + " MaxPool/AveragePool and " + std::to_string(pass.se_ops) +
               " SE pool/scale ops on blocked layouts, " +
               std::to_string(pass.reorders) + " LayoutReorder nodes";
   return r;

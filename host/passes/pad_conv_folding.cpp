@@ -1,7 +1,11 @@
 // pad-conv-folding: Pad(mode constant, value 0, spatial axes only, constant pads) whose output only a Conv reads
 // (as X, auto_pad NOTSET) becomes the Conv's own pads. TensorFlow exporters write "SAME" padding of strided
 // convolutions this way (M-LSD: a Pad before every stride-2 depthwise Conv); the Pad cost a full copy of its
-// input, and a Conv's padding costs nothing.
+// input, and a Conv's padding costs nothing. The same for an AveragePool (opset >= 7, auto_pad NOTSET, no pads of
+// its own, ceil_mode 0) as the only reader: it gets the pads with count_include_pad=1, which divides every window
+// by the kernel's size as the padded input did (PyTorch exports avg_pool2d(padding=p) as Pad + AveragePool). A
+// Pad whose pads are all zero is a copy: removed whatever reads it (PyTorch 1.13 writes one before every
+// avg_pool2d; DenseNet-121's transitions).
 #include "passes/graph_util.hpp"
 #include "passes/passes.hpp"
 
@@ -41,23 +45,62 @@ std::optional<std::vector<int64_t>> zero_pads(const Model& m, const Node& pad) {
   return std::vector<int64_t>(d, d + p->numel());
 }
 
+// Sets an INTS attribute (added when absent).
+void set_ints(Node& n, const char* name, std::vector<int64_t> v) {
+  for (Attribute& a : n.attributes)
+    if (a.name == name) {
+      a.type = OPH_ATTR_INTS;
+      a.ints = std::move(v);
+      return;
+    }
+  Attribute a;
+  a.name = name;
+  a.type = OPH_ATTR_INTS;
+  a.ints = std::move(v);
+  n.attributes.push_back(std::move(a));
+}
+
+// The reader takes the pads: a Conv/FusedConv reading the Pad as X, or an AveragePool whose windows the pads can
+// widen without changing a divisor.
+bool takes_pads(const Model& m, const Node& n, const std::string& y) {
+  if (n.inputs.empty() || n.inputs[0] != y || std::count(n.inputs.begin(), n.inputs.end(), y) != 1) return false;
+  if (const Attribute* a = find_attr(n, "auto_pad"); a && a->s != "NOTSET") return false;
+  if ((n.domain.empty() && n.op_type == "Conv") || (n.domain == kFusedDomain && n.op_type == kFusedConv)) return true;
+  if (!n.domain.empty() || n.op_type != "AveragePool" || opset_of(m, "") < 7) return false;
+  if (const Attribute* c = find_attr(n, "ceil_mode"); c && c->i != 0) return false;
+  if (const Attribute* p = find_attr(n, "pads"); p && std::any_of(p->ints.begin(), p->ints.end(), [](int64_t v) {
+        return v != 0;
+      }))
+    return false;
+  return true;
+}
+
 }  // namespace
 
 PassResult fold_pad_into_conv(Model& m) {
   PassResult r{"pad-conv-folding"};
   std::set<size_t> removed;
+  size_t convs = 0, pools = 0, noops = 0;
   Uses uses(m);
   for (size_t pi = 0; pi < m.nodes.size(); ++pi) {
     const Node& pad = m.nodes[pi];
     auto pads = zero_pads(m, pad);
     const std::string& y = pad.outputs.empty() ? std::string() : pad.outputs[0];
-    if (!pads || y.empty() || uses.readers(y) != 1 || uses.is_output(y)) continue;
+    if (!pads || y.empty() || uses.is_output(y)) continue;
+    if (std::all_of(pads->begin(), pads->end(), [](int64_t v) { return v == 0; })) {
+      // A copy: its readers read X (defined before the Pad, so the order stays valid).
+      const std::string x = pad.inputs[0];
+      removed.insert(pi);
+      passes::rename_value(m, y, x);
+      m.nodes[pi].outputs[0] = y;  // the Pad itself (erased below) keeps its name out of the renaming
+      ++noops;
+      uses = Uses(m);
+      continue;
+    }
+    if (uses.readers(y) != 1) continue;
     Node& conv = m.nodes[static_cast<size_t>(uses.consumers.at(y)[0])];
-    const bool is_conv = (conv.domain.empty() && conv.op_type == "Conv") ||
-                         (conv.domain == kFusedDomain && conv.op_type == kFusedConv);
-    if (!is_conv || conv.inputs.empty() || conv.inputs[0] != y) continue;
-    if (std::count(conv.inputs.begin(), conv.inputs.end(), y) != 1) continue;
-    if (const Attribute* a = find_attr(conv, "auto_pad"); a && a->s != "NOTSET") continue;
+    if (!takes_pads(m, conv, y)) continue;
+    const bool pool = conv.op_type == "AveragePool";
     const size_t rank = pads->size() / 2;
     if (pads->size() % 2 || rank < 3) continue;
     // Only the spatial axes (N and C unpadded), no cropping (negative pads).
@@ -66,10 +109,7 @@ PassResult fold_pad_into_conv(Model& m) {
     if (!ok) continue;
     const size_t nsp = rank - 2;
     std::vector<int64_t> cp(2 * nsp, 0);
-    Attribute* ca = nullptr;
-    for (Attribute& a : conv.attributes)
-      if (a.name == "pads") ca = &a;
-    if (ca) {
+    if (const Attribute* ca = find_attr(conv, "pads")) {
       if (ca->ints.size() != 2 * nsp) continue;
       cp = ca->ints;
     }
@@ -77,21 +117,28 @@ PassResult fold_pad_into_conv(Model& m) {
       cp[i] += (*pads)[2 + i];
       cp[nsp + i] += (*pads)[rank + 2 + i];
     }
-    if (!ca) {
-      Attribute a;
-      a.name = "pads";
-      a.type = OPH_ATTR_INTS;
-      conv.attributes.push_back(a);
-      ca = &conv.attributes.back();
+    set_ints(conv, "pads", std::move(cp));
+    if (pool) {
+      bool set = false;
+      for (Attribute& a : conv.attributes)
+        if (a.name == "count_include_pad") a.i = 1, set = true;
+      if (!set) {
+        Attribute a;
+        a.name = "count_include_pad";
+        a.type = OPH_ATTR_INT;
+        a.i = 1;
+        conv.attributes.push_back(std::move(a));
+      }
     }
-    ca->ints = cp;
     conv.inputs[0] = pad.inputs[0];
     removed.insert(pi);
-    ++r.changed;
+    ++(pool ? pools : convs);
     uses = Uses(m);
   }
   passes::erase_nodes(m, removed);
-  r.message = std::to_string(r.changed) + " Pad nodes folded into Conv pads";
+  r.changed = convs + pools + noops;
+  r.message = std::to_string(convs) + " Pad nodes folded into Conv pads, " + std::to_string(pools) +
+              " into AveragePool pads, " + std::to_string(noops) + " Pad nodes with zero pads removed";
   return r;
 }
 

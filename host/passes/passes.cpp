@@ -24,7 +24,8 @@ const std::vector<PassInfo>& all_passes() {
       {"batchnorm-as-conv", 3, "BatchNormalization left over (no Conv before it) rewritten to a 1x1 depthwise Conv, "
                                "so activation fusion and the blocked layouts take it"},
       {"conv-affine-folding", 3, "Conv followed by per-channel constant Mul/Add folded into the Conv's weights and bias"},
-      {"pad-conv-folding", 3, "zero Pad on spatial axes read only by a Conv folded into the Conv's pads"},
+      {"pad-conv-folding", 3, "zero Pad on spatial axes read only by a Conv (or AveragePool) folded into its pads; "
+                             "Pad nodes with all-zero pads removed"},
       {"conv-add-fusion", 2, "Conv followed by Add of a same-shape tensor rewritten to com.ophost::FusedConv with input Z"},
       {"conv-activation-fusion", 2, "Conv followed by an activation (also HardSwish and SiLU written out) rewritten to com.ophost::FusedConv (oneDNN post-op)"},
       {"layer-norm-fusion", 2, "LayerNormalization written out as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul/Add] "

@@ -148,6 +148,7 @@ inline constexpr const char* kFusedConv = "FusedConv";
 // The reorder at the edges of channel-blocked regions (nchwc-layout), attribute to = "blocked" | "plain".
 inline constexpr const char* kLayoutReorder = "LayoutReorder";
 inline constexpr const char* kBlockedMaxPool = "BlockedMaxPool";
+inline constexpr const char* kBlockedAveragePool = "BlockedAveragePool";
 // An SE block's ends on blocked values (nchwc-layout): GlobalAveragePool, and Mul by a [N|1, C, 1, 1] scale.
 inline constexpr const char* kBlockedGlobalAveragePool = "BlockedGlobalAveragePool";
 inline constexpr const char* kBlockedMul = "BlockedMul";

@@ -1,5 +1,6 @@
 // onnx-core: pooling: GlobalAveragePool, GlobalMaxPool, MaxPool (with Indices), AveragePool; 1-3 spatial dims;
-// com.ophost::BlockedMaxPool, MaxPool on channel-blocked values (the host's nchwc-layout pass writes it).
+// com.ophost::BlockedMaxPool and BlockedAveragePool, on channel-blocked values (the host's nchwc-layout pass writes
+// them).
 #include "common.hpp"
 #include "dnnl_util.hpp"
 
@@ -322,7 +323,9 @@ std::shared_ptr<const DnnlPool> build_dnnl_pool(const PoolAttrs& a, const PoolGe
     const int64_t ek = (g.k[i] - 1) * g.d[i] + 1;
     int64_t r = std::max<int64_t>(0, (g.out[i] - 1) * g.s[i] + ek - g.in[i] - g.pb[i]);
     if ((g.in[i] + g.pb[i] + r - ek) / g.s[i] + 1 != g.out[i]) return nullptr;
-    if (!a.is_max && a.count_include_pad && r != g.pe[i]) return nullptr;
+    // oneDNN divides by the whole kernel where ONNX clips a window to the padded input: the same while no window
+    // reaches past the declared end padding (r <= pe; ceil_mode can make r larger).
+    if (!a.is_max && a.count_include_pad && r > g.pe[i]) return nullptr;
     strides.push_back(g.s[i]);
     kernel.push_back(g.k[i]);
     dil.push_back(g.d[i] - 1);
@@ -330,7 +333,7 @@ std::shared_ptr<const DnnlPool> build_dnnl_pool(const PoolAttrs& a, const PoolGe
     pr.push_back(r);
   }
   auto t = g.n == 1 ? memory::format_tag::ncw : g.n == 2 ? memory::format_tag::nchw : memory::format_tag::ncdhw;
-  if (blocked) t = nchwc_tag(x[1]);  // nChw8c/16c in and out (BlockedMaxPool)
+  if (blocked) t = nchwc_tag(x[1]);  // nChw8c/16c in and out (BlockedMaxPool, BlockedAveragePool)
   memory::desc src(memory::dims(x.begin(), x.end()), memory::data_type::f32, t);
   memory::desc dst(memory::dims(g.out_shape.begin(), g.out_shape.end()), memory::data_type::f32, t);
   const auto alg = a.is_max ? dnnl::algorithm::pooling_max
@@ -379,7 +382,7 @@ struct PoolKernel {
   std::mutex mu;
   std::map<std::vector<int64_t>, std::shared_ptr<const DnnlPool>> cache;  // by input shape; null: host loop
 
-  bool blocked = false;  // com.ophost::BlockedMaxPool: X and Y channel-blocked, oneDNN only
+  bool blocked = false;  // com.ophost::Blocked{Max,Average}Pool: X and Y channel-blocked, oneDNN only
 
   PoolKernel(const oph::KernelInit& init, bool is_max, bool blocked_layout = false)
       : a(read_pool_attrs(init.attrs(), is_max)), blocked(blocked_layout) {}
@@ -408,13 +411,13 @@ struct PoolKernel {
     oph::TensorRef ind = a.is_max && ctx.num_outputs() > 1 ? ensure_output(ctx, 1, g.out_shape, a.op) : oph::TensorRef();
     if (!y.present() && !ind.present()) return;
     if (blocked) {
+      const std::string op = "Blocked" + a.op;
       if (!(x.dtype() == f32) || g.n != 2 || nchwc_block(x.shape()[1]) == 0)
-        fail("BlockedMaxPool: X must be a 4-D float32 tensor whose channels are a multiple of 8, got " +
-             shape_str(x.shape()));
+        fail(op + ": X must be a 4-D float32 tensor whose channels are a multiple of 8, got " + shape_str(x.shape()));
       if (oph::numel(g.out_shape) == 0) return;
       auto p = dnnl_for(g, x.shape());
       if (!p)
-        fail("BlockedMaxPool: oneDNN has no jit kernel for this pooling on blocked layouts (X " + shape_str(x.shape()) +
+        fail(op + ": oneDNN has no jit kernel for this pooling on blocked layouts (X " + shape_str(x.shape()) +
                  "); run with --disable-pass nchwc-layout",
              OPH_CODE_UNIMPLEMENTED);
       run_dnnl(*p, x.data(), y.data());
@@ -456,6 +459,9 @@ struct BlockedMaxPoolK : PoolKernel {
 };
 struct AveragePoolK : PoolKernel {
   explicit AveragePoolK(const oph::KernelInit& i) : PoolKernel(i, false) {}
+};
+struct BlockedAveragePoolK : PoolKernel {
+  explicit BlockedAveragePoolK(const oph::KernelInit& i) : PoolKernel(i, false, true) {}
 };
 
 void register_pool(oph::Pack& pack) {
@@ -504,6 +510,23 @@ void register_pool(oph::Pack& pack) {
       .optional_attr("strides", OPH_ATTR_INTS)
       .infer([](oph::InferContext& c) { pool_infer(c, true); })
       .kernel<BlockedMaxPoolK>();
+  // AveragePool (opset 19 attributes) on channel-blocked X and Y, written by the host's nchwc-layout pass.
+  pack.op("com.ophost", "BlockedAveragePool")
+      .versions(1, OPH_OPSET_MAX)
+      .doc("AveragePool on channel-blocked (nChw8c/16c) 4-D float32 values, oneDNN; written by the host's "
+           "nchwc-layout pass")
+      .input("X", "T")
+      .output("Y", "T")
+      .types("T", {f32})
+      .attr("auto_pad", std::string("NOTSET"))
+      .attr("ceil_mode", int64_t{0})
+      .attr("count_include_pad", int64_t{0})
+      .optional_attr("dilations", OPH_ATTR_INTS)
+      .required_attr("kernel_shape", OPH_ATTR_INTS)
+      .optional_attr("pads", OPH_ATTR_INTS)
+      .optional_attr("strides", OPH_ATTR_INTS)
+      .infer([](oph::InferContext& c) { pool_infer(c, false); })
+      .kernel<BlockedAveragePoolK>();
   // AveragePool: 1-6 base; 7-9 + count_include_pad; 10-18 + ceil_mode; 19+ + dilations.
   struct A { int since, until; bool cip, ceil, dil; };
   for (A v : {A{1, 6, false, false, false}, A{7, 9, true, false, false}, A{10, 18, true, true, false},

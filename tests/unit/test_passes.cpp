@@ -569,6 +569,52 @@ TEST(Passes, ZeroSpatialPadFoldsIntoTheConvsPads) {
   }
 }
 
+TEST(Passes, ZeroPadIsRemovedAndSpatialPadFoldsIntoAnAveragePoolCountingPads) {
+  auto make = [](std::vector<int64_t> pads, int64_t ceil_mode, int64_t opset = 13) {
+    Model m = base_model(opset);
+    m.inputs = {vinfo("x", {1, 8, 6, 6})};
+    m.outputs = {vinfo("y"), vinfo("z")};
+    m.initializers.emplace_back("pads", itensor(std::move(pads)));
+    Node pool = node("AveragePool", {"p"}, {"y"}, "pool");
+    Attribute k;
+    k.name = "kernel_shape";
+    k.type = OPH_ATTR_INTS;
+    k.ints = {3, 3};
+    pool.attributes.push_back(k);
+    Attribute c;
+    c.name = "ceil_mode";
+    c.type = OPH_ATTR_INT;
+    c.i = ceil_mode;
+    pool.attributes.push_back(c);
+    m.nodes = {node("Pad", {"x", "pads"}, {"p"}), pool, node("Relu", {"x"}, {"z"})};
+    return m;
+  };
+  // PyTorch's avg_pool2d(padding=1): the Pad becomes the pool's pads, counted in every window's divisor.
+  Model m = make({0, 0, 1, 1, 0, 0, 1, 1}, 0);
+  EXPECT_EQ(fold_pad_into_conv(m).changed, 1u);
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{"AveragePool", "Relu"}));
+  EXPECT_EQ(m.nodes[0].inputs[0], "x");
+  EXPECT_EQ(attr_of(m.nodes[0], "pads")->ints, (std::vector<int64_t>{1, 1, 1, 1}));
+  ASSERT_NE(attr_of(m.nodes[0], "count_include_pad"), nullptr);
+  EXPECT_EQ(attr_of(m.nodes[0], "count_include_pad")->i, 1);
+  // ceil_mode (a last window may reach past the padding), opset 1-6 (no count_include_pad): the Pad stays.
+  for (Model other : {make({0, 0, 1, 1, 0, 0, 1, 1}, 1), make({0, 0, 1, 1, 0, 0, 1, 1}, 0, 6)}) {
+    EXPECT_EQ(fold_pad_into_conv(other).changed, 0u);
+    EXPECT_EQ(other.nodes.size(), 3u);
+  }
+  // All-zero pads: a copy, removed whatever reads it (here a ceil_mode pool), the readers read x.
+  Model z = make({0, 0, 0, 0, 0, 0, 0, 0}, 1);
+  EXPECT_EQ(fold_pad_into_conv(z).changed, 1u);
+  ASSERT_EQ(op_types(z), (std::vector<std::string>{"AveragePool", "Relu"}));
+  EXPECT_EQ(z.nodes[0].inputs[0], "x");
+  EXPECT_EQ(z.nodes[0].outputs[0], "y");
+  EXPECT_EQ(attr_of(z.nodes[0], "count_include_pad"), nullptr);
+  // ... unless its output is a graph output.
+  Model g = make({0, 0, 0, 0, 0, 0, 0, 0}, 0);
+  g.outputs.push_back(vinfo("p"));
+  EXPECT_EQ(fold_pad_into_conv(g).changed, 0u);
+}
+
 // ----- nchwc-layout -----
 
 // x [1,3,8,8] -> conv0 (16 ch) -> Relu -> conv1 (16) -> Add(conv1, relu) -> MaxPool; the Add also feeds
@@ -705,6 +751,42 @@ TEST(Passes, NchwcLayoutRunsMaxPoolBlockedWhereThePackServesIt) {
   EXPECT_EQ(m.nodes[4].inputs[0], "s");
   EXPECT_EQ(m.nodes[5].inputs[0], "p");
   EXPECT_EQ(m.nodes[6].inputs[0], m.nodes[5].outputs[0]);
+}
+
+TEST(Passes, NchwcLayoutRunsAveragePoolBlockedUnlessItsLastWindowWouldDivideDifferently) {
+  auto make = [](int64_t count_include_pad, int64_t ceil_mode) {
+    Model m = nchwc_model();
+    m.outputs = {vinfo("q"), vinfo("z")};
+    m.nodes.insert(m.nodes.begin() + 5, node("Relu", {"p"}, {"q"}));  // the pooled value is no graph output
+    m.nodes[4].op_type = "AveragePool";
+    for (auto [name, v] : {std::pair{"count_include_pad", count_include_pad}, std::pair{"ceil_mode", ceil_mode}}) {
+      Attribute a;
+      a.name = name;
+      a.type = OPH_ATTR_INT;
+      a.i = v;
+      m.nodes[4].attributes.push_back(a);
+    }
+    return m;
+  };
+  auto hooks = [] {
+    auto shapes = nchwc_shapes();
+    shapes["q"] = shapes["p"];
+    PassHooks h = fake_hooks(shapes);
+    h.can_block_conv = [](const Model&, const Node&) { return true; };
+    h.can_block_op = [](const Model&, const Node&, const char* op) { return std::string(op) == kBlockedAveragePool; };
+    return h;
+  };
+  for (auto [cip, ceil] : {std::pair{0, 0}, std::pair{0, 1}, std::pair{1, 0}}) {
+    Model m = make(cip, ceil);
+    assign_nchwc_layout(m, hooks());
+    EXPECT_EQ(op_types(m)[4], kBlockedAveragePool) << "count_include_pad " << cip << ", ceil_mode " << ceil;
+  }
+  // Both set: a window past the end padding divides by its clipped size in ONNX, by the kernel's in oneDNN.
+  Model m = make(1, 1);
+  assign_nchwc_layout(m, hooks());
+  const auto ops = op_types(m);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), kBlockedAveragePool), 0);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "AveragePool"), 1);
 }
 
 TEST(Passes, NchwcLayoutNeedsAPackAndNeverBlocksAGraphOutput) {

@@ -2,10 +2,13 @@
 // Per-op-type time of ONNX Runtime on one model, from ORT's own profiler, to set beside `ophost bench --profile`.
 //
 //   NODE_PATH=DIR/node_modules node tools/bench/ort_profile.js MODEL NAME=D0,D1,... [ITERS=20] [--nodes]
+//                                                               [--save FILE]
 //
 // Same deterministic --random input as ort-run.js (fmix32 of the element index), 1 intra-op thread, all graph
 // optimisations. Prints, per op type (after ORT's fusions), the mean ms per run and its share; --nodes prints the
-// 25 slowest nodes too. The first 3 runs are warm-ups and are left out.
+// 25 slowest nodes too; --save FILE keeps ORT's own profile (Chrome trace JSON, every run, warm-ups included;
+// per node: name, dur in us, args.op_name, args.input_type_shape) for tools/bench/node_compare.py. The first 3
+// runs are warm-ups and are left out.
 const fs = require('fs'); const os = require('os'); const path = require('path');
 const ort = require('onnxruntime-node');
 const [model, input, itersArg, ...rest] = process.argv.slice(2);
@@ -26,6 +29,8 @@ function fmix32(h) { h ^= h >>> 16; h = Math.imul(h, 0x85ebca6b); h ^= h >>> 13;
   await s.release();
   const file = fs.readdirSync(dir).map(f => path.join(dir, f)).find(f => f.endsWith('.json'));
   const ev = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const save = rest.indexOf('--save');
+  if (save >= 0) fs.copyFileSync(file, rest[save + 1]);
   const runs = ev.filter(e => e.cat === 'Session' && e.name === 'model_run');
   const t0 = runs[warm].ts;
   const byOp = new Map(), byNode = new Map(); let total = 0;

@@ -388,6 +388,7 @@ def cases():
     out.append(conv_dilated_wide_pad_clamp_case())
     out.extend(rnn_cases())
     out.extend(fusion_cases.cases(conv_ref))
+    out.extend(avgpool_blocked_cases())
     return out
 
 
@@ -625,6 +626,41 @@ def se_block_case(c, hw):
              helper.make_node("Mul", ["d", "s"], ["m"]),
              helper.make_node("Conv", ["m", "Wy"], ["y"])]
     return graph_case("se_block_c%d_%dx%d" % (c, hw, hw), nodes, x, ref, w)
+
+
+def avgpool_blocked_cases():
+    """AveragePool on channel-blocked values (nchwc-layout writes com.ophost::BlockedAveragePool; 16 channels: 8-
+    and 16-channel blocks). pad_fold: PyTorch's avg_pool2d export, Pad + AveragePool: an all-zero Pad (removed by
+    pad-conv-folding) before a 2x2/2 pool, and a Pad of 1 before a 3x3/2 pool (folded into its pads with
+    count_include_pad=1), summed, then a 1x1 Conv. ceil_excl: a 3x3/2 pool with pads 1, ceil_mode=1 and
+    count_include_pad=0, whose last window reaches past the end padding (divides by its valid inputs)."""
+    rng = np.random.default_rng(14)
+    def r(*s):
+        return (rng.standard_normal(s) * 0.3).astype(np.float32)
+    x = r(1, 8, 10, 10)
+    w = {"W1": r(16, 8, 3, 3), "B1": r(16), "W2": r(16, 16, 1, 1)}
+    d = {k: v.astype(np.float64) for k, v in w.items()}
+    c1 = np.maximum(conv_ref(x.astype(np.float64), d["W1"], d["B1"], [1, 1], [1, 1, 1, 1], [1, 1], 1), 0)
+    pads0 = helper.make_tensor("pads0", TensorProto.INT64, [8], [0] * 8)
+    pads1 = helper.make_tensor("pads1", TensorProto.INT64, [8], [0, 0, 1, 1, 0, 0, 1, 1])
+    head = [helper.make_node("Conv", ["X", "W1", "B1"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["c1"])]
+    a0 = pool_ref(c1, "avg", [2, 2], [2, 2], [0] * 4, [1, 1], 0, 0)
+    a1 = pool_ref(np.pad(c1, ((0, 0), (0, 0), (1, 1), (1, 1))), "avg", [3, 3], [2, 2], [0] * 4, [1, 1], 0, 0)
+    fold = graph_case("avgpool_blocked_pad_fold", head + [
+        helper.make_node("Pad", ["c1", "pads0"], ["p0"]),
+        helper.make_node("AveragePool", ["p0"], ["a0"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Pad", ["c1", "pads1"], ["p1"]),
+        helper.make_node("AveragePool", ["p1"], ["a1"], kernel_shape=[3, 3], strides=[2, 2]),
+        helper.make_node("Add", ["a0", "a1"], ["s"]),
+        helper.make_node("Conv", ["s", "W2"], ["y"])],
+        x, conv_ref(a0 + a1, d["W2"], np.zeros(16), [1, 1], [0] * 4, [1, 1], 1), w, (pads0, pads1))
+    a2 = pool_ref(c1, "avg", [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], 1, 0)
+    ceil = graph_case("avgpool_blocked_ceil_excl", head + [
+        helper.make_node("AveragePool", ["c1"], ["a2"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                         ceil_mode=1, count_include_pad=0),
+        helper.make_node("Conv", ["a2", "W2"], ["y"])],
+        x, conv_ref(a2, d["W2"], np.zeros(16), [1, 1], [0] * 4, [1, 1], 1), w)
+    return [fold, ceil]
 
 
 def write():
