@@ -16,6 +16,7 @@
 #include "conv_geom.hpp"
 #include "dnnl_util.hpp"
 #include "simd_math.hpp"
+#include "winograd.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
@@ -140,6 +141,10 @@ struct Prim {
   std::string impl;  // oneDNN's implementation name (impl_info_str), e.g. "jit_dw:avx2", "brgconv:avx512_core"
   // Pointwise on plain NCHW: one sgemm per image instead of a primitive (see build), then Relu here if any.
   bool sgemm = false, sgemm_relu = false;
+  // Winograd F(4x4, 3x3) on 8-channel blocks, host-written (winograd.hpp), instead of a primitive; then its
+  // epilogue (bias, Z, activation, output_*) is done in its output transform.
+  std::shared_ptr<const winograd::Conv43> wino;
+  winograd::Epilogue wino_e;
   size_t scratch_bytes = 0, src_bytes = 0, dst_bytes = 0;
   int threads = 1;  // the OpenMP team it is built for and runs on (conv_threads)
 };
@@ -174,6 +179,8 @@ constexpr double kConvFlopPerThread = 1e5, kSgemmFlopPerThread = 2e6;
 // bounds of F(4x4, 3x3) and F(2x2, 3x3).
 constexpr int64_t kWino43MinOut = 24;
 constexpr double kWino43MaxWeightBytes = 3e6, kWino23MaxWeightBytes = 8e6;
+// The host's F(4x4, 3x3) (try_host_winograd, 8-channel blocks): smallest output side.
+constexpr int64_t kHostWinoMinOut = 7;
 
 struct Scratch {
   std::vector<char> buf;
@@ -286,7 +293,11 @@ class ConvKernel {
   // Every distinct oneDNN implementation this node has built ("oneDNN jit_dw:avx2"); reference when any is.
   oph::Implementation implementation() {
     std::lock_guard lock(mu_);
-    oph::Implementation impl = dnnl_implementation(cache_, "oneDNN ");
+    oph::Implementation impl;
+    for (const auto& [key, p] : cache_) {
+      append_distinct(impl.name, p->wino ? p->impl : "oneDNN " + p->impl);
+      impl.reference = impl.reference || is_reference_impl(p->impl);
+    }
     if (a_.host_silu && !impl.name.empty()) impl.name += ", then SiLU (Highway)";
     return impl;
   }
@@ -365,6 +376,7 @@ class ConvKernel {
       }
       return p;
     }
+    if (try_host_winograd(*p, wdata)) return p;
     const bool slow_gemm_postops = !a_.activation.empty() || a_.sum;
     const bool use_any = !a_.transpose && (depthwise || !pointwise || slow_gemm_postops || !sgemm_shape_ok(g));
     // Candidate activation layouts, best first; the first whose primitive is not a reference implementation
@@ -592,6 +604,35 @@ class ConvKernel {
     return false;
   }
 
+  // Winograd F(4x4, 3x3) of winograd.hpp for a dense 3x3 stride-1 convolution on 8-channel blocks (X, Y and Z
+  // channel-blocked at AVX2 and below, where oneDNN 2.6 has no Winograd), constant weights, an activation the
+  // output transform applies (none, Relu, LeakyRelu, Clip; SiLU runs after it as after any path). Outputs of at
+  // least kHostWinoMinOut on each side.
+  bool try_host_winograd(Prim& p, const float* wdata) const {
+    const ConvGeom& g = p.g;
+    if (!winograd_enabled() || a_.transpose || g.nsp != 2 || g.G != 1 || !wdata || dnnl_channel_block() != 8)
+      return false;
+    for (size_t i = 0; i < 2; ++i)
+      if (g.k[i] != 3 || g.s[i] != 1 || g.d[i] != 1 || g.out[i] < kHostWinoMinOut) return false;
+    if (!a_.x_blocked || !a_.y_blocked || (a_.sum && !a_.z_blocked)) return false;
+    if (nchwc_block(g.C) != 8 || nchwc_block(g.OC) != 8) return false;
+    winograd::Epilogue e;
+    using Act = winograd::Epilogue::Act;
+    const std::string& k = a_.activation;
+    if (k == "Relu") e.act = Act::kRelu;
+    else if (k == "LeakyRelu") e.act = Act::kLeakyRelu, e.alpha = a_.activation_params.at(0);
+    else if (k == "Clip") e.act = Act::kClip, e.act_lo = a_.activation_params.at(0), e.act_hi = a_.activation_params.at(1);
+    else if (!k.empty() && !a_.host_silu) return false;
+    e.scale = a_.output_scale;
+    e.shift = a_.output_shift;
+    e.lo = a_.output_min;
+    e.hi = a_.output_max;
+    p.wino = std::make_shared<const winograd::Conv43>(wdata, g.OC, g.C);
+    p.wino_e = e;
+    p.impl = std::string("Winograd F(4x4,3x3) on ") + winograd::Conv43::target_name() + " (host)";
+    return true;
+  }
+
   static bool winograd_enabled() {
     static const bool on = [] {
       const char* v = std::getenv("OPHOST_CONV_WINOGRAD");
@@ -667,6 +708,15 @@ class ConvKernel {
     auto& eng = cpu_engine();
     thread_local dnnl::stream stream(eng);
     thread_local Scratch scratch, src_buf, dst_buf, wei_buf, z_buf;
+    if (p.wino) {
+      const ConvGeom& g = p.g;
+      const winograd::Shape s{g.N, g.in[0], g.in[1], g.out[0], g.out[1], g.pb[0], g.pb[1]};
+      float* buf = reinterpret_cast<float*>(scratch.get(p.wino->scratch_floats(s) * sizeof(float)));
+      omp_set_num_threads(p.threads);
+      p.wino->run(s, static_cast<const float*>(x), static_cast<const float*>(bp), static_cast<const float*>(z),
+                  static_cast<float*>(y), p.wino_e, buf);
+      return;
+    }
     if (p.sgemm) {
       if (p.reorder_src) {  // blocked X to plain
         omp_set_num_threads(p.threads);

@@ -389,6 +389,7 @@ def cases():
     out.extend(rnn_cases())
     out.extend(fusion_cases.cases(conv_ref))
     out.extend(avgpool_blocked_cases())
+    out.append(winograd_host_case())
     return out
 
 
@@ -661,6 +662,41 @@ def avgpool_blocked_cases():
         helper.make_node("Conv", ["a2", "W2"], ["y"])],
         x, conv_ref(a2, d["W2"], np.zeros(16), [1, 1], [0] * 4, [1, 1], 1), w)
     return [fold, ceil]
+
+
+def winograd_host_case():
+    """3x3 stride-1 convolutions on 8-channel blocks that onnx-core runs as its own Winograd F(4x4, 3x3) below
+    AVX-512 (winograd.hpp; oneDNN's Winograd elsewhere or the direct kernels): batch 2, asymmetric pads (top 1,
+    left 0, bottom 2, right 1) so that the last tiles of a column and of a row are partial (12 x 8 outputs from
+    11 x 9), 16 -> 24 channels with LeakyRelu, then 24 -> 24 with a residual Z, Clip(0, 6) and a scale of 0.5 fused
+    (the output transform's epilogue), then a 1x1 to 8 channels. He-initialised weights, as in
+    conv_winograd_chain."""
+    rng = np.random.default_rng(15)
+    def he(*s):
+        return (rng.standard_normal(s) * np.sqrt(2.0 / (s[1] * s[2] * s[3]))).astype(np.float32)
+    x = rng.standard_normal((2, 8, 11, 9)).astype(np.float32)
+    w = {"W0": he(16, 8, 3, 3), "W1": he(24, 16, 3, 3), "B1": (rng.standard_normal(24) * 0.1).astype(np.float32),
+         "W2": he(24, 24, 3, 3), "W3": he(8, 24, 1, 1)}
+    d = {k: v.astype(np.float64) for k, v in w.items()}
+    pad1 = [1, 1, 1, 1]
+    c0 = np.maximum(conv_ref(x.astype(np.float64), d["W0"], np.zeros(16), [1, 1], pad1, [1, 1], 1), 0)
+    c1 = conv_ref(c0, d["W1"], d["B1"], [1, 1], [1, 0, 2, 1], [1, 1], 1)
+    l1 = np.where(c1 > 0, c1, 0.1 * c1)
+    c2 = np.clip(l1 + conv_ref(l1, d["W2"], np.zeros(24), [1, 1], pad1, [1, 1], 1), 0, 6) * 0.5
+    ref = conv_ref(c2, d["W3"], np.zeros(8), [1, 1], [0] * 4, [1, 1], 1)
+    half = helper.make_tensor("half", TensorProto.FLOAT, [], [0.5])
+    lo = helper.make_tensor("lo", TensorProto.FLOAT, [], [0.0])
+    hi = helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0])
+    nodes = [helper.make_node("Conv", ["X", "W0"], ["c0"], pads=pad1),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "W1", "B1"], ["c1"], pads=[1, 0, 2, 1]),
+             helper.make_node("LeakyRelu", ["c1"], ["l1"], alpha=0.1),
+             helper.make_node("Conv", ["l1", "W2"], ["c2"], pads=pad1),
+             helper.make_node("Add", ["c2", "l1"], ["a2"]),
+             helper.make_node("Clip", ["a2", "lo", "hi"], ["k2"]),
+             helper.make_node("Mul", ["k2", "half"], ["m2"]),
+             helper.make_node("Conv", ["m2", "W3"], ["y"])]
+    return graph_case("conv_winograd_host", nodes, x, ref, w, (half, lo, hi))
 
 
 def write():
