@@ -179,8 +179,10 @@ constexpr double kConvFlopPerThread = 1e5, kSgemmFlopPerThread = 2e6;
 // bounds of F(4x4, 3x3) and F(2x2, 3x3).
 constexpr int64_t kWino43MinOut = 24;
 constexpr double kWino43MaxWeightBytes = 3e6, kWino23MaxWeightBytes = 8e6;
-// The host's F(4x4, 3x3) (try_host_winograd, 8-channel blocks): smallest output side.
+// The host's F(4x4, 3x3) (try_host_winograd, 8-channel blocks): smallest output side, and the bound on its
+// transformed weights (36 x C x K floats, 4x the convolution's own).
 constexpr int64_t kHostWinoMinOut = 7;
+constexpr double kHostWinoMaxWeightBytes = 1e7;
 
 struct Scratch {
   std::vector<char> buf;
@@ -616,6 +618,7 @@ class ConvKernel {
       if (g.k[i] != 3 || g.s[i] != 1 || g.d[i] != 1 || g.out[i] < kHostWinoMinOut) return false;
     if (!a_.x_blocked || !a_.y_blocked || (a_.sum && !a_.z_blocked)) return false;
     if (nchwc_block(g.C) != 8 || nchwc_block(g.OC) != 8) return false;
+    if (36.0 * 4.0 * static_cast<double>(g.C * g.OC) > kHostWinoMaxWeightBytes) return false;
     winograd::Epilogue e;
     using Act = winograd::Epilogue::Act;
     const std::string& k = a_.activation;
