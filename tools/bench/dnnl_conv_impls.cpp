@@ -4,7 +4,8 @@
 //   g++ -O2 -std=c++20 tools/bench/dnnl_conv_impls.cpp -o /tmp/dnnl_conv_impls -ldnnl
 //   OMP_NUM_THREADS=1 /tmp/dnnl_conv_impls IC OC HW K STRIDE [GROUPS]     # square HW x HW input, K x K kernel
 //   env: ALL=1 every implementation per layout (default: oneDNN's first choice only); ACT=relu|swish|logistic|none
-//   (post-op, default relu); ONEDNN_MAX_CPU_ISA=AVX2 caps the ISA.
+//   (post-op, default relu); RECT=H,W,KH,KW a rectangular input and kernel instead of HW and K (pads KH/2, KW/2);
+//   ONEDNN_MAX_CPU_ISA=AVX2 caps the ISA.
 // Prints per layout (format_tag number: 1 any, 5 abcd, 20 acdb, 69 aBcd16b, 93 aBcd8b) the implementation, the
 // median of 30 runs and GFLOP/s over the real (unpadded) products.
 #include <dnnl.hpp>
@@ -24,15 +25,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s IC OC HW K STRIDE [GROUPS]\n", argv[0]);
     return 2;
   }
-  const int ic = std::atoi(argv[1]), oc = std::atoi(argv[2]), h = std::atoi(argv[3]), k = std::atoi(argv[4]),
+  int ic = std::atoi(argv[1]), oc = std::atoi(argv[2]), h = std::atoi(argv[3]), k = std::atoi(argv[4]),
             s = std::atoi(argv[5]), groups = argc > 6 ? std::atoi(argv[6]) : 1;
   const bool all = std::getenv("ALL") != nullptr;
   const std::string act = std::getenv("ACT") ? std::getenv("ACT") : "relu";
   engine eng(engine::kind::cpu, 0);
   stream st(eng);
-  const int p = k / 2, oh = (h + 2 * p - k) / s + 1;
-  const memory::dims src{1, ic, h, h}, dst{1, oc, oh, oh}, b{oc};
-  const memory::dims wei = groups > 1 ? memory::dims{groups, oc / groups, ic / groups, k, k} : memory::dims{oc, ic, k, k};
+  int w = h, kh = k, kw = k;
+  if (const char* r = std::getenv("RECT")) std::sscanf(r, "%d,%d,%d,%d", &h, &w, &kh, &kw);
+  const int ph = kh / 2, pw = kw / 2, oh = (h + 2 * ph - kh) / s + 1, ow = (w + 2 * pw - kw) / s + 1;
+  const memory::dims src{1, ic, h, w}, dst{1, oc, oh, ow}, b{oc};
+  const memory::dims wei =
+      groups > 1 ? memory::dims{groups, oc / groups, ic / groups, kh, kw} : memory::dims{oc, ic, kh, kw};
   for (tag t : {tag::any, tag::aBcd16b, tag::acdb, tag::aBcd8b, tag::abcd}) {
     memory::desc sm(src, memory::data_type::f32, t), dm(dst, memory::data_type::f32, t),
         wm(wei, memory::data_type::f32, tag::any), bm(b, memory::data_type::f32, tag::x);
@@ -44,7 +48,7 @@ int main(int argc, char** argv) {
     attr.set_post_ops(po);
     try {
       convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, sm, wm, bm, dm, {s, s},
-                                  {p, p}, {p, p});
+                                  {ph, pw}, {ph, pw});
       convolution_forward::primitive_desc pd(d, attr, eng);
       do {
         memory S(pd.src_desc(), eng), D(pd.dst_desc(), eng), W(pd.weights_desc(), eng), B(bm, eng),
@@ -59,7 +63,7 @@ int main(int argc, char** argv) {
           ts.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
         }
         std::sort(ts.begin(), ts.end());
-        const double flops = 2.0 * oc * (ic / groups) * k * k * oh * oh;
+        const double flops = 2.0 * oc * (ic / groups) * kh * kw * oh * ow;
         std::printf("fmt %d %-28s %9.1f us %6.1f GF/s\n", static_cast<int>(t), pd.impl_info_str(), ts[15],
                     flops / ts[15] / 1e3);
         if (!all) break;
