@@ -606,17 +606,21 @@ class ConvKernel {
     return false;
   }
 
-  // Winograd F(4x4, 3x3) of winograd.hpp for a dense 3x3 stride-1 convolution on 8-channel blocks (X, Y and Z
-  // channel-blocked at AVX2 and below, where oneDNN 2.6 has no Winograd), constant weights, an activation the
-  // output transform applies (none, Relu, LeakyRelu, Clip; SiLU runs after it as after any path). Outputs of at
-  // least kHostWinoMinOut on each side.
+  // Winograd F(4x4, 3x3) of winograd.hpp for a dense 3x3 stride-1 convolution on 8-channel blocks (at AVX2 and
+  // below, where oneDNN 2.6 has no Winograd), constant weights, an activation the output transform applies (none,
+  // Relu, LeakyRelu, Clip; SiLU runs after it as after any path). Outputs of at least kHostWinoMinOut on each side.
+  // A plain X, Y or Z (channels a multiple of 8) is reordered to and from nChw8c around it, as oneDNN's direct
+  // kernels would have it (PP-OCRv4 det's neck, whose shapes are open at load, stays plain).
   bool try_host_winograd(Prim& p, const float* wdata) const {
     const ConvGeom& g = p.g;
-    if (!winograd_enabled() || a_.transpose || g.nsp != 2 || g.G != 1 || !wdata || dnnl_channel_block() != 8)
+    // AVX2 only (FMA): on SSE4.1/AVX the transforms and products round twice per multiply-add, and
+    // conv_winograd_4x3_batch2 (He-initialised, outputs near 1) was off by 1.7e-5, over the cases' bound.
+    const auto isa = dnnl::get_effective_cpu_isa();
+    if (!winograd_enabled() || a_.transpose || g.nsp != 2 || g.G != 1 || !wdata ||
+        (isa != dnnl::cpu_isa::avx2 && isa != dnnl::cpu_isa::avx2_vnni))
       return false;
     for (size_t i = 0; i < 2; ++i)
       if (g.k[i] != 3 || g.s[i] != 1 || g.d[i] != 1 || g.out[i] < kHostWinoMinOut) return false;
-    if (!a_.x_blocked || !a_.y_blocked || (a_.sum && !a_.z_blocked)) return false;
     if (nchwc_block(g.C) != 8 || nchwc_block(g.OC) != 8) return false;
     if (36.0 * 4.0 * static_cast<double>(g.C * g.OC) > kHostWinoMaxWeightBytes) return false;
     winograd::Epilogue e;
@@ -632,6 +636,23 @@ class ConvKernel {
     e.hi = a_.output_max;
     p.wino = std::make_shared<const winograd::Conv43>(wdata, g.OC, g.C);
     p.wino_e = e;
+    auto& eng = cpu_engine();
+    const memory::desc bx(p.user_src.dims(), memory::data_type::f32, tag::nChw8c),
+        by(p.user_dst.dims(), memory::data_type::f32, tag::nChw8c);
+    p.src_md = bx;
+    p.dst_md = by;
+    p.reorder_src = p.user_src != bx;
+    p.reorder_dst = p.user_dst != by;
+    p.reorder_z = a_.sum && p.user_z != by;
+    if (p.reorder_src) {
+      p.src_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.user_src, eng, bx));
+      p.src_bytes = bx.get_size();
+    }
+    if (p.reorder_dst) {
+      p.dst_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, by, eng, p.user_dst));
+      p.dst_bytes = by.get_size();
+    }
+    if (p.reorder_z) p.z_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.user_z, eng, by));
     p.impl = std::string("Winograd F(4x4,3x3) on ") + winograd::Conv43::target_name() + " (host)";
     return true;
   }
@@ -716,8 +737,28 @@ class ConvKernel {
       const winograd::Shape s{g.N, g.in[0], g.in[1], g.out[0], g.out[1], g.pb[0], g.pb[1]};
       float* buf = reinterpret_cast<float*>(scratch.get(p.wino->scratch_floats(s) * sizeof(float)));
       omp_set_num_threads(p.threads);
-      p.wino->run(s, static_cast<const float*>(x), static_cast<const float*>(bp), static_cast<const float*>(z),
-                  static_cast<float*>(y), p.wino_e, buf);
+      // Plain X, Z, Y: through nChw8c copies (Z's may not be Y's buffer: a reorder does not run in place).
+      void* xb = x;
+      void* yb = p.reorder_dst ? dst_buf.get(p.dst_bytes) : y;
+      void* zb = z;
+      if (p.reorder_src) {
+        xb = src_buf.get(p.src_bytes);
+        memory from(p.user_src, eng, x), to(p.src_md, eng, xb);
+        p.src_r.execute(stream, from, to);
+      }
+      if (z && p.reorder_z) {
+        zb = z_buf.get(p.dst_md.get_size());
+        memory from(p.user_z, eng, z), to(p.dst_md, eng, zb);
+        p.z_r.execute(stream, from, to);
+      }
+      stream.wait();
+      p.wino->run(s, static_cast<const float*>(xb), static_cast<const float*>(bp), static_cast<const float*>(zb),
+                  static_cast<float*>(yb), p.wino_e, buf);
+      if (p.reorder_dst) {
+        memory from(p.dst_md, eng, yb), to(p.user_dst, eng, y);
+        p.dst_r.execute(stream, from, to);
+        stream.wait();
+      }
       return;
     }
     if (p.sgemm) {

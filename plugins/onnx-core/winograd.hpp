@@ -12,8 +12,9 @@
 // Transforms with the points 0, +-1, +-2 (Lavin & Gray 2016, as oneDNN's jit_wino_4x3), computed in float32; the
 // weight transform in float64. Error against the direct convolution: a few float32 roundings of the largest
 // products (tests/data/onnx_core: conv_winograd_* cases at AVX2).
-// Highway kernels on CappedTag<float, 8> (one AVX2 vector per channel block, two SSE4 ones), dispatched at run
-// time and capped at oneDNN's ISA like the rest of the pack (simd_targets.hpp).
+// Highway kernels on CappedTag<float, 8> (one AVX2 vector per channel block), dispatched at run time and capped at
+// oneDNN's ISA like the rest of the pack (simd_targets.hpp). conv.cpp runs it at AVX2 only: without FMA (SSE4.1,
+// AVX) every multiply-add rounds twice and the error grew past the conformance bound.
 #pragma once
 
 #include "gemm_packed.hpp"
