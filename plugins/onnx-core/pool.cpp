@@ -493,40 +493,27 @@ void register_pool(oph::Pack& pack) {
     add_types(b, "T", kFloat);
     if (v.ints) add_types(b, "T", {i8, u8});
   }
-  // MaxPool (opset 12 attributes, no Indices) on channel-blocked X and Y, written by the host's nchwc-layout pass.
-  pack.op("com.ophost", "BlockedMaxPool")
-      .versions(1, OPH_OPSET_MAX)
-      .doc("MaxPool on channel-blocked (nChw8c/16c) 4-D float32 values, oneDNN; written by the host's nchwc-layout "
-           "pass")
-      .input("X", "T")
-      .output("Y", "T")
-      .types("T", {f32})
-      .attr("auto_pad", std::string("NOTSET"))
-      .attr("ceil_mode", int64_t{0})
-      .optional_attr("dilations", OPH_ATTR_INTS)
-      .required_attr("kernel_shape", OPH_ATTR_INTS)
-      .optional_attr("pads", OPH_ATTR_INTS)
-      .attr("storage_order", int64_t{0})
-      .optional_attr("strides", OPH_ATTR_INTS)
-      .infer([](oph::InferContext& c) { pool_infer(c, true); })
-      .kernel<BlockedMaxPoolK>();
-  // AveragePool (opset 19 attributes) on channel-blocked X and Y, written by the host's nchwc-layout pass.
-  pack.op("com.ophost", "BlockedAveragePool")
-      .versions(1, OPH_OPSET_MAX)
-      .doc("AveragePool on channel-blocked (nChw8c/16c) 4-D float32 values, oneDNN; written by the host's "
-           "nchwc-layout pass")
-      .input("X", "T")
-      .output("Y", "T")
-      .types("T", {f32})
-      .attr("auto_pad", std::string("NOTSET"))
-      .attr("ceil_mode", int64_t{0})
-      .attr("count_include_pad", int64_t{0})
-      .optional_attr("dilations", OPH_ATTR_INTS)
-      .required_attr("kernel_shape", OPH_ATTR_INTS)
-      .optional_attr("pads", OPH_ATTR_INTS)
-      .optional_attr("strides", OPH_ATTR_INTS)
-      .infer([](oph::InferContext& c) { pool_infer(c, false); })
-      .kernel<BlockedAveragePoolK>();
+  // MaxPool (opset 12 attributes, no Indices) and AveragePool (opset 19 attributes) on channel-blocked X and Y,
+  // written by the host's nchwc-layout pass.
+  for (bool is_max : {true, false}) {
+    const std::string op = is_max ? "MaxPool" : "AveragePool";
+    auto& b = pack.op("com.ophost", "Blocked" + op)
+                  .versions(1, OPH_OPSET_MAX)
+                  .doc(op + " on channel-blocked (nChw8c/16c) 4-D float32 values, oneDNN; written by the host's "
+                            "nchwc-layout pass")
+                  .input("X", "T")
+                  .output("Y", "T")
+                  .types("T", {f32})
+                  .attr("auto_pad", std::string("NOTSET"))
+                  .attr("ceil_mode", int64_t{0})
+                  .optional_attr("dilations", OPH_ATTR_INTS)
+                  .required_attr("kernel_shape", OPH_ATTR_INTS)
+                  .optional_attr("pads", OPH_ATTR_INTS)
+                  .optional_attr("strides", OPH_ATTR_INTS)
+                  .infer([is_max](oph::InferContext& c) { pool_infer(c, is_max); });
+    if (is_max) b.attr("storage_order", int64_t{0}).kernel<BlockedMaxPoolK>();
+    else b.attr("count_include_pad", int64_t{0}).kernel<BlockedAveragePoolK>();
+  }
   // AveragePool: 1-6 base; 7-9 + count_include_pad; 10-18 + ceil_mode; 19+ + dilations.
   struct A { int since, until; bool cip, ceil, dil; };
   for (A v : {A{1, 6, false, false, false}, A{7, 9, true, false, false}, A{10, 18, true, true, false},
