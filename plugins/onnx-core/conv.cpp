@@ -606,8 +606,8 @@ class ConvKernel {
     return false;
   }
 
-  // Winograd F(4x4, 3x3) of winograd.hpp for a dense 3x3 stride-1 convolution on 8-channel blocks (at AVX2 and
-  // below, where oneDNN 2.6 has no Winograd), constant weights, an activation the output transform applies (none,
+  // Winograd F(4x4, 3x3) of winograd.hpp for a dense 3x3 stride-1 convolution on 8-channel blocks (at AVX2, where
+  // oneDNN 2.6 has no Winograd), constant weights, an activation the output transform applies (none,
   // Relu, LeakyRelu, Clip; SiLU runs after it as after any path). Outputs of at least kHostWinoMinOut on each side.
   // A plain X, Y or Z (channels a multiple of 8) is reordered to and from nChw8c around it, as oneDNN's direct
   // kernels would have it (PP-OCRv4 det's neck, whose shapes are open at load, stays plain).
