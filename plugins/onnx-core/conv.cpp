@@ -395,12 +395,13 @@ class ConvKernel {
     for (size_t i = 0; i < n; ++i) kvol *= g.k[i];
     // Also on AVX-512, channel counts that are multiples of 8 but not 16 on blocked values (ShuffleNet's 232,
     // MobileNetV3's 88): oneDNN runs nChw8c with its AVX2 kernels, 1.3-2x slower than brgconv (232->232 1x1 at
-    // 7x7: 46.8 vs 24.5 us); worth the reorders of X and Y when C * OC / (C + OC) >= 40 (products per element
-    // reordered; 24 -> 144 at 56x56 gains 80 us and would pay about as much to reorder).
+    // 7x7: 46.8 vs 24.5 us); worth the reorders of X and Y when C * OC * KH * KW / (C + OC) >= 40 (products per
+    // element reordered; 24 -> 144 1x1 at 56x56 gains 80 us and would pay about as much to reorder; embedding_model's
+    // 72 -> 72 3x1 on 30x8: jit:avx2 87 us, brgconv 42 us, each reorder ~7).
     const bool eight_blocked = (a_.x_blocked && g.C % 16 != 0) || (a_.y_blocked && g.OC % 16 != 0);
     const bool prefer_brgconv =
         !a_.transpose && n == 2 && g.G == 1 && dnnl_channel_block() == 16 &&
-        ((!pointwise && g.C * kvol >= 576) || (eight_blocked && g.C * g.OC >= 40 * (g.C + g.OC)));
+        ((!pointwise && g.C * kvol >= 576) || (eight_blocked && g.C * g.OC * kvol >= 40 * (g.C + g.OC)));
     if (prefer_brgconv) candidates.emplace_back(tag::acdb, tag::acdb);
     if (a_.x_blocked || a_.y_blocked) {
       candidates.emplace_back(src_tag, dst_tag);
