@@ -232,7 +232,44 @@ void SoftmaxRowsImpl(const float* x, float* y, size_t rows, size_t len) {
   }
   const size_t full = len / N * N, last = len - N;  // vectors at 0, N, ..., full - N, then one at `last`
   const auto fresh = hn::Not(hn::FirstN(d, full - last));  // lanes of the last vector no full one covered
-  for (size_t r = 0; r < rows; ++r) {
+  // Two rows at a time: each row is a chain of dependent steps (max, its reduction, exp, the sum's reduction,
+  // the division), so interleaving two rows' chains keeps the vector units busy (Swin-T's Softmax per node, per
+  // run of 12: 166 -> 143 us at AVX-512, 245 -> 230 at AVX2; below the whole model's noise).
+  size_t r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    const float* x0 = x + r * len;
+    const float* x1 = x0 + len;
+    float* y0 = y + r * len;
+    float* y1 = y0 + len;
+    auto m0 = hn::LoadU(d, x0 + last), m1 = hn::LoadU(d, x1 + last);
+    for (size_t i = 0; i < full; i += N) {
+      m0 = hn::Max(m0, hn::LoadU(d, x0 + i));
+      m1 = hn::Max(m1, hn::LoadU(d, x1 + i));
+    }
+    const auto s0 = hn::Set(d, hn::GetLane(hn::MaxOfLanes(d, m0))), s1 = hn::Set(d, hn::GetLane(hn::MaxOfLanes(d, m1)));
+    const auto e0_last = ExpV(d, hn::Sub(hn::LoadU(d, x0 + last), s0));
+    const auto e1_last = ExpV(d, hn::Sub(hn::LoadU(d, x1 + last), s1));
+    auto a0 = full == len ? hn::Zero(d) : hn::IfThenElseZero(fresh, e0_last);
+    auto a1 = full == len ? hn::Zero(d) : hn::IfThenElseZero(fresh, e1_last);
+    for (size_t i = 0; i < full; i += N) {
+      const auto e0 = ExpV(d, hn::Sub(hn::LoadU(d, x0 + i), s0));
+      const auto e1 = ExpV(d, hn::Sub(hn::LoadU(d, x1 + i), s1));
+      hn::StoreU(e0, d, y0 + i);
+      hn::StoreU(e1, d, y1 + i);
+      a0 = hn::Add(a0, e0);
+      a1 = hn::Add(a1, e1);
+    }
+    const auto v0 = hn::Set(d, 1.0f / hn::GetLane(hn::SumOfLanes(d, a0)));
+    const auto v1 = hn::Set(d, 1.0f / hn::GetLane(hn::SumOfLanes(d, a1)));
+    const auto y0_last = hn::Mul(e0_last, v0), y1_last = hn::Mul(e1_last, v1);
+    for (size_t i = 0; i < full; i += N) {
+      hn::StoreU(hn::Mul(hn::LoadU(d, y0 + i), v0), d, y0 + i);
+      hn::StoreU(hn::Mul(hn::LoadU(d, y1 + i), v1), d, y1 + i);
+    }
+    hn::StoreU(y0_last, d, y0 + last);
+    hn::StoreU(y1_last, d, y1 + last);
+  }
+  for (; r < rows; ++r) {
     const float* xr = x + r * len;
     float* yr = y + r * len;
     auto vm = hn::LoadU(d, xr + last);
