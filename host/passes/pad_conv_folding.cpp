@@ -45,19 +45,14 @@ std::optional<std::vector<int64_t>> zero_pads(const Model& m, const Node& pad) {
   return std::vector<int64_t>(d, d + p->numel());
 }
 
-// Sets an INTS attribute (added when absent).
-void set_ints(Node& n, const char* name, std::vector<int64_t> v) {
+// The attribute `name` of n, added (with only its name) when absent.
+Attribute& attr_slot(Node& n, const char* name) {
   for (Attribute& a : n.attributes)
-    if (a.name == name) {
-      a.type = OPH_ATTR_INTS;
-      a.ints = std::move(v);
-      return;
-    }
+    if (a.name == name) return a;
   Attribute a;
   a.name = name;
-  a.type = OPH_ATTR_INTS;
-  a.ints = std::move(v);
   n.attributes.push_back(std::move(a));
+  return n.attributes.back();
 }
 
 // The reader takes the pads: a Conv/FusedConv reading the Pad as X, or an AveragePool whose windows the pads can
@@ -117,18 +112,13 @@ PassResult fold_pad_into_conv(Model& m) {
       cp[i] += (*pads)[2 + i];
       cp[nsp + i] += (*pads)[rank + 2 + i];
     }
-    set_ints(conv, "pads", std::move(cp));
+    Attribute& pa = attr_slot(conv, "pads");
+    pa.type = OPH_ATTR_INTS;
+    pa.ints = std::move(cp);
     if (pool) {
-      bool set = false;
-      for (Attribute& a : conv.attributes)
-        if (a.name == "count_include_pad") a.i = 1, set = true;
-      if (!set) {
-        Attribute a;
-        a.name = "count_include_pad";
-        a.type = OPH_ATTR_INT;
-        a.i = 1;
-        conv.attributes.push_back(std::move(a));
-      }
+      Attribute& ca = attr_slot(conv, "count_include_pad");
+      ca.type = OPH_ATTR_INT;
+      ca.i = 1;
     }
     conv.inputs[0] = pad.inputs[0];
     removed.insert(pi);
