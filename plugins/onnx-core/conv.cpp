@@ -478,18 +478,7 @@ class ConvKernel {
     if (!a_.transpose && n == 2 && dilated && padded && nchwc_block(g.C) &&
         (p->impl.find("gemm") != std::string::npos || is_reference_impl(p->impl)))
       try_prepadded(*p, src_dims, dst_dims, wei_any, strides, dil, attr, bias);
-    p->reorder_src = p->prepad || p->src_md != p->user_src;
-    p->reorder_dst = p->dst_md != p->user_dst;
-    if (p->reorder_src) {
-      p->src_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_src, eng, p->prepad ? p->src_sub : p->src_md));
-      p->src_bytes = p->src_md.get_size();
-    }
-    if (p->reorder_dst) {
-      p->dst_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->dst_md, eng, p->user_dst));
-      p->dst_bytes = p->dst_md.get_size();
-    }
-    p->reorder_z = a_.sum && p->user_z != p->dst_md;
-    if (p->reorder_z) p->z_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_z, eng, p->dst_md));
+    plan_activation_reorders(*p);
     if (p->wei_md != p->user_wei) p->wei_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_wei, eng, p->wei_md));
     if (const_w_) {
       // Constant weights: reorder once into the primitive's layout.
@@ -528,6 +517,41 @@ class ConvKernel {
                                                  const dnnl::primitive_attr& attr) {
     return typename Fwd::primitive_desc(forward_desc<Fwd>(alg, src, wei, bias_md, dst, strides, dil, pl, pr), attr,
                                         cpu_engine());
+  }
+
+  // The reorders of X into p.src_md (its interior when prepadded), of Y out of p.dst_md and of Z into it, where the
+  // user's layouts differ from the kernel's.
+  void plan_activation_reorders(Prim& p) const {
+    auto& eng = cpu_engine();
+    p.reorder_src = p.prepad || p.src_md != p.user_src;
+    p.reorder_dst = p.dst_md != p.user_dst;
+    if (p.reorder_src) {
+      p.src_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.user_src, eng, p.prepad ? p.src_sub : p.src_md));
+      p.src_bytes = p.src_md.get_size();
+    }
+    if (p.reorder_dst) {
+      p.dst_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.dst_md, eng, p.user_dst));
+      p.dst_bytes = p.dst_md.get_size();
+    }
+    p.reorder_z = a_.sum && p.user_z != p.dst_md;
+    if (p.reorder_z) p.z_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.user_z, eng, p.dst_md));
+  }
+
+  // X in the kernel's layout: the user's tensor, or its reorder into `buf` (zero border first when prepadded).
+  static memory stage_src(const Prim& p, void* x, dnnl::stream& stream, Scratch& buf) {
+    auto& eng = cpu_engine();
+    memory user_src(p.user_src, eng, x);
+    if (!p.reorder_src) return user_src;
+    char* b = buf.get(p.src_bytes);
+    memory src(p.src_md, eng, b);
+    if (p.prepad) {
+      std::memset(b, 0, p.src_bytes);  // the border (the buffer is shared with other nodes' reorders)
+      memory interior(p.src_sub, eng, b);
+      p.src_r.execute(stream, user_src, interior);
+    } else {
+      p.src_r.execute(stream, user_src, src);
+    }
+    return src;
   }
 
   // Takes the layouts, scratchpad size, implementation name and primitive of `pd` into `p`.
@@ -637,23 +661,9 @@ class ConvKernel {
     e.hi = a_.output_max;
     p.wino = std::make_shared<const winograd::Conv43>(wdata, g.OC, g.C);
     p.wino_e = e;
-    auto& eng = cpu_engine();
-    const memory::desc bx(p.user_src.dims(), memory::data_type::f32, tag::nChw8c),
-        by(p.user_dst.dims(), memory::data_type::f32, tag::nChw8c);
-    p.src_md = bx;
-    p.dst_md = by;
-    p.reorder_src = p.user_src != bx;
-    p.reorder_dst = p.user_dst != by;
-    p.reorder_z = a_.sum && p.user_z != by;
-    if (p.reorder_src) {
-      p.src_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.user_src, eng, bx));
-      p.src_bytes = bx.get_size();
-    }
-    if (p.reorder_dst) {
-      p.dst_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, by, eng, p.user_dst));
-      p.dst_bytes = by.get_size();
-    }
-    if (p.reorder_z) p.z_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p.user_z, eng, by));
+    p.src_md = memory::desc(p.user_src.dims(), memory::data_type::f32, tag::nChw8c);
+    p.dst_md = memory::desc(p.user_dst.dims(), memory::data_type::f32, tag::nChw8c);
+    plan_activation_reorders(p);
     p.impl = std::string("Winograd F(4x4,3x3) on ") + winograd::Conv43::target_name() + " (host)";
     return true;
   }
@@ -739,14 +749,9 @@ class ConvKernel {
       float* buf = reinterpret_cast<float*>(scratch.get(p.wino->scratch_floats(s) * sizeof(float)));
       omp_set_num_threads(p.threads);
       // Plain X, Z, Y: through nChw8c copies (Z's may not be Y's buffer: a reorder does not run in place).
-      void* xb = x;
+      void* xb = stage_src(p, x, stream, src_buf).get_data_handle();
       void* yb = p.reorder_dst ? dst_buf.get(p.dst_bytes) : y;
       void* zb = z;
-      if (p.reorder_src) {
-        xb = src_buf.get(p.src_bytes);
-        memory from(p.user_src, eng, x), to(p.src_md, eng, xb);
-        p.src_r.execute(stream, from, to);
-      }
       if (z && p.reorder_z) {
         zb = z_buf.get(p.dst_md.get_size());
         memory from(p.user_z, eng, z), to(p.dst_md, eng, zb);
@@ -765,29 +770,16 @@ class ConvKernel {
     if (p.sgemm) {
       if (p.reorder_src) {  // blocked X to plain
         omp_set_num_threads(p.threads);
-        memory user_src(p.user_src, eng, x), plain(p.src_md, eng, src_buf.get(p.src_bytes));
-        p.src_r.execute(stream, user_src, plain);
+        x = stage_src(p, x, stream, src_buf).get_data_handle();
         stream.wait();
-        x = plain.get_data_handle();
       }
       run_sgemm(p, static_cast<const float*>(x), static_cast<const float*>(w), static_cast<const float*>(bp),
                 static_cast<const float*>(z), static_cast<float*>(y));
       return;
     }
     omp_set_num_threads(p.threads);
-    memory user_src(p.user_src, eng, x), user_dst(p.user_dst, eng, y);
-    memory src = user_src, dst = user_dst;
-    if (p.reorder_src) {
-      char* buf = src_buf.get(p.src_bytes);
-      src = memory(p.src_md, eng, buf);
-      if (p.prepad) {
-        std::memset(buf, 0, p.src_bytes);  // the border (the buffer is shared with other nodes' reorders)
-        memory interior(p.src_sub, eng, buf);
-        p.src_r.execute(stream, user_src, interior);
-      } else {
-        p.src_r.execute(stream, user_src, src);
-      }
-    }
+    memory user_dst(p.user_dst, eng, y);
+    memory src = stage_src(p, x, stream, src_buf), dst = user_dst;
     if (p.reorder_dst) dst = memory(p.dst_md, eng, dst_buf.get(p.dst_bytes));
     if (z) {  // the sum post-op adds what dst holds: Z, in dst's layout (Z may share Y's buffer: may_inplace)
       if (p.reorder_z) {
