@@ -306,9 +306,9 @@ PassResult assign_nchwc_layout(Model& m, const PassHooks& hooks) {
   if (pass.convs || pass.pools || pass.se_ops) m.opset_imports[kFusedDomain] = 1;
   r.changed = pass.convs + pass.pools + pass.se_ops + pass.reorders;
   r.message = std::to_string(pass.blocked.size()) + " values kept channel-blocked, " + std::to_string(pass.convs) +
-              " convolutions, " + std::to_string(pass.pools) + " MaxPool/AveragePool and " + std::to_string(pass.se_ops) +
-              " SE pool/scale ops on blocked layouts, " +
-              std::to_string(pass.reorders) + " LayoutReorder nodes";
+              " convolutions, " + std::to_string(pass.pools) + " MaxPool/AveragePool and " +
+              std::to_string(pass.se_ops) + " SE pool/scale ops on blocked layouts, " + std::to_string(pass.reorders) +
+              " LayoutReorder nodes";
   return r;
 }
 

@@ -653,7 +653,8 @@ class ConvKernel {
     const std::string& k = a_.activation;
     if (k == "Relu") e.act = Act::kRelu;
     else if (k == "LeakyRelu") e.act = Act::kLeakyRelu, e.alpha = a_.activation_params.at(0);
-    else if (k == "Clip") e.act = Act::kClip, e.act_lo = a_.activation_params.at(0), e.act_hi = a_.activation_params.at(1);
+    else if (k == "Clip")
+      e.act = Act::kClip, e.act_lo = a_.activation_params.at(0), e.act_hi = a_.activation_params.at(1);
     else if (!k.empty() && !a_.host_silu) return false;
     e.scale = a_.output_scale;
     e.shift = a_.output_shift;

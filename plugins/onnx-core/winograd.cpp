@@ -83,8 +83,9 @@ void OutputTransformImpl(const float* m, int64_t K, const Shape& s, int64_t TH, 
   const size_t L = hn::Lanes(d);
   const int64_t KB = K / 8, OH = s.OH, OW = s.OW;
   const V8 alpha = hn::Set(d, e.alpha), act_lo = hn::Set(d, e.act_lo), act_hi = hn::Set(d, e.act_hi);
-  const V8 scale = hn::Set(d, e.scale), shift = hn::Set(d, e.shift), out_lo = hn::Set(d, e.lo), out_hi = hn::Set(d, e.hi);
-  const bool affine = e.scale != 1.0f || e.shift != 0.0f, clamp = e.lo > -3.4028235e38f || e.hi < 3.4028235e38f;
+  const V8 scale = hn::Set(d, e.scale), shift = hn::Set(d, e.shift);
+  const V8 out_lo = hn::Set(d, e.lo), out_hi = hn::Set(d, e.hi);
+  const bool affine = e.scale != 1.0f || e.shift != 0.0f, clamp = e.lo > -FLT_MAX || e.hi < FLT_MAX;
   for (size_t i = lo; i < hi; ++i) {
     const Tile tile(t0 + static_cast<int64_t>(i), TH, TW);
     const int64_t oh0 = tile.th * 4, ow0 = tile.tw * 4;

@@ -19,6 +19,7 @@
 
 #include "gemm_packed.hpp"
 
+#include <cfloat>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -32,7 +33,7 @@ struct Epilogue {
   float alpha = 0.0f;             // LeakyRelu's slope
   float act_lo = 0.0f, act_hi = 0.0f;  // Clip's bounds
   float scale = 1.0f, shift = 0.0f;
-  float lo = -3.4028235e38f, hi = 3.4028235e38f;
+  float lo = -FLT_MAX, hi = FLT_MAX;
 };
 
 // Geometry of one run: X [N, C, H, W] and Y [N, K, OH, OW], both nChw8c; pt/pl: the top and left padding (the
