@@ -17,7 +17,7 @@
 # build/ort-avx2; made from ORT_DIR when missing).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }  # the comment block at the top
 BEFORE="" AFTER="" ISA=both ROUNDS=5 ITERS=2000 THREADS=1 POS=()
 while [ $# -gt 0 ]; do
   case $1 in

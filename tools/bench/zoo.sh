@@ -26,14 +26,15 @@
 # and the CPU % column shows when that is more than --threads).
 # A model that fails on ophost is a row with the exit status and the first line of the error.
 # Env: BUILD (default build), ORT_DIR (default $BUILD/ort; installed with shared/peers/ort/setup.sh when
-# missing), ORT_AVX2_DIR (default $BUILD/ort-avx2; made from ORT_DIR by tools/bench/ort_avx2.sh when missing), OPHOST_ZOO_DIR (default $BUILD/zoo), ZOO_TIMEOUT (seconds per process, default 600).
+# missing), ORT_AVX2_DIR (default $BUILD/ort-avx2; made from ORT_DIR by tools/bench/ort_avx2.sh when missing),
+# OPHOST_ZOO_DIR (default $BUILD/zoo), ZOO_TIMEOUT (seconds per process, default 600).
 # The table (markdown) goes to stdout and to ZOO_DIR/results/; progress to stderr.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 THREADS=1 RUNS=20 ROUNDS=3 ISA=native BLOCK_S=1.5 ONLY="" OMP_ENV=0
 BUILD=${BUILD:-build}
 ZOO=${OPHOST_ZOO_DIR:-$BUILD/zoo}
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }  # the comment block at the top
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) THREADS=$2; shift 2 ;;
