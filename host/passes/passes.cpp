@@ -41,16 +41,43 @@ const std::vector<PassInfo>& all_passes() {
 
 namespace {
 
-// Dropout that is the identity on its first output: opset >= 7 (no is_test attribute), training_mode absent
-// or a constant false, mask output absent or unused.
+// The value of an initializer or of a standard Constant node's `value` tensor (this pass runs before
+// constant-folding turns Constant nodes into initializers); nullptr for anything else. A scan, done only for
+// Dropout nodes that name a training_mode.
+const Tensor* constant_tensor(const Model& m, const std::string& name) {
+  if (const Tensor* t = find_initializer(m, name)) return t;
+  for (const Node& c : m.nodes) {
+    if (c.op_type != "Constant" || !c.domain.empty() || c.outputs.size() != 1 || c.outputs[0] != name) continue;
+    const Attribute* v = find_attr(c, "value");
+    return v && v->type == OPH_ATTR_TENSOR ? &v->t : nullptr;
+  }
+  return nullptr;
+}
+
+// A constant scalar ratio of 0 (float, double or float16 zero bits).
+bool is_zero_ratio(const Model& m, const std::string& name) {
+  const Tensor* t = constant_tensor(m, name);
+  if (!t || t->numel() != 1) return false;
+  switch (t->dtype()) {
+    case DType::kFloat32: return *static_cast<const float*>(t->data()) == 0.0f;
+    case DType::kFloat64: return *static_cast<const double*>(t->data()) == 0.0;
+    case DType::kFloat16: return (*static_cast<const uint16_t*>(t->data()) & 0x7fffu) == 0;
+    default: return false;
+  }
+}
+
+// Dropout that is the identity on its first output: opset >= 7 (no is_test attribute), mask output absent or
+// unused, and training_mode absent or a constant false, or a constant true with a constant ratio of 0 (PyTorch
+// exports F.dropout(x, p=0.0, training=True) so, e.g. torchvision's Swin attention; ONNX Runtime removes it too).
 bool is_inference_dropout(const Model& m, const Node& n, const Uses& uses) {
   if (n.op_type != "Dropout" || !n.domain.empty() || opset_of(m, "") < 7) return false;
   if (n.inputs.empty() || n.inputs[0].empty() || n.outputs.empty()) return false;
   if (n.outputs.size() > 1 && !uses.unused(n.outputs[1])) return false;
   if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
-    const Tensor* t = find_initializer(m, n.inputs[2]);
+    const Tensor* t = constant_tensor(m, n.inputs[2]);
     if (!t || t->dtype() != DType::kBool || t->numel() != 1) return false;
-    if (*static_cast<const uint8_t*>(t->data()) != 0) return false;
+    const bool training = *static_cast<const uint8_t*>(t->data()) != 0;
+    if (training && !(n.inputs.size() > 1 && !n.inputs[1].empty() && is_zero_ratio(m, n.inputs[1]))) return false;
   }
   return true;
 }

@@ -50,20 +50,55 @@ TEST(Passes, IdentityCopyingAGraphInputToAnOutputStays) {
 TEST(Passes, InferenceDropoutIsRemovedTrainingOrMaskUseIsNot) {
   Model m = base_model();
   m.inputs = {vinfo("x", {2})};
-  m.outputs = {vinfo("y"), vinfo("z"), vinfo("w")};
+  m.outputs = {vinfo("y"), vinfo("z"), vinfo("w"), vinfo("v"), vinfo("u")};
   Tensor yes(DType::kBool, {});
   *static_cast<uint8_t*>(yes.data()) = 1;
   m.initializers.emplace_back("train", yes);
+  m.initializers.emplace_back("zero", ftensor({}, {0.0f}));
+  m.initializers.emplace_back("tenth", ftensor({}, {0.1f}));
   m.nodes = {node("Dropout", {"x"}, {"a", "mask_unused"}),        // inference: removed
              node("Neg", {"a"}, {"y"}),
-             node("Dropout", {"x", "", "train"}, {"b"}),          // training mode: kept
+             node("Dropout", {"x", "", "train"}, {"b"}),          // training mode, default ratio 0.5: kept
              node("Neg", {"b"}, {"z"}),
              node("Dropout", {"x"}, {"c", "mask"}),               // mask read: kept
-             node("Add", {"c", "mask"}, {"w"})};
+             node("Add", {"c", "mask"}, {"w"}),
+             node("Dropout", {"x", "zero", "train"}, {"d"}),      // training mode with ratio 0 (PyTorch's
+             node("Neg", {"d"}, {"v"}),                           // F.dropout(p=0.0, training=True)): removed
+             node("Dropout", {"x", "tenth", "train"}, {"e"}),     // training mode with ratio 0.1: kept
+             node("Neg", {"e"}, {"u"})};
   PassResult r = eliminate_identities(m);
-  EXPECT_EQ(r.changed, 1u);
-  EXPECT_EQ(op_types(m), (std::vector<std::string>{"Neg", "Dropout", "Neg", "Dropout", "Add"}));
+  EXPECT_EQ(r.changed, 2u);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"Neg", "Dropout", "Neg", "Dropout", "Add", "Neg", "Dropout",
+                                                   "Neg"}));
   EXPECT_EQ(m.nodes[0].inputs[0], "x");
+  EXPECT_EQ(m.nodes[5].inputs[0], "x");
+}
+
+TEST(Passes, DropoutWhoseTrainingModeAndRatioAreConstantNodesIsJudgedByTheirValues) {
+  // PyTorch writes training_mode and ratio as Constant nodes; identity-elimination runs before constant-folding
+  // makes them initializers, so it reads the nodes' value tensors.
+  Model m = base_model();
+  m.inputs = {vinfo("x", {2})};
+  m.outputs = {vinfo("y"), vinfo("z")};
+  auto constant = [](const std::string& out, Tensor t) {
+    Node c = node("Constant", {}, {out});
+    Attribute a;
+    a.name = "value";
+    a.type = OPH_ATTR_TENSOR;
+    a.t = std::move(t);
+    c.attributes.push_back(std::move(a));
+    return c;
+  };
+  Tensor yes(DType::kBool, {});
+  *static_cast<uint8_t*>(yes.data()) = 1;
+  m.nodes = {constant("train", yes), constant("zero", ftensor({}, {0.0f})), constant("half", ftensor({}, {0.5f})),
+             node("Dropout", {"x", "zero", "train"}, {"a", "mask_unused"}),  // ratio 0: removed
+             node("Neg", {"a"}, {"y"}),
+             node("Dropout", {"x", "half", "train"}, {"b"}),                 // ratio 0.5: kept
+             node("Neg", {"b"}, {"z"})};
+  EXPECT_EQ(eliminate_identities(m).changed, 1u);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"Constant", "Constant", "Constant", "Neg", "Dropout", "Neg"}));
+  EXPECT_EQ(m.nodes[3].inputs[0], "x");
 }
 
 // ----- dead-node-elimination -----
