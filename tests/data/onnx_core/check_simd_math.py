@@ -175,13 +175,17 @@ def check_unary(ophost, op, x, tmp):
 
 def check_softmax(ophost, tmp):
     """Rows of 1001 with special rows, then row lengths around the vector widths (4, 8, 16 floats: shorter than a
-    vector, one, a multiple, a partial last vector; 49 as in Swin-T's attention)."""
+    vector, one, a multiple, a partial last vector; 49 as in Swin-T's attention), then masked attention rows."""
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((64, 1001)) * 8).astype(np.float32)
     x[5, :] = 0.0
     x[6, 17] = 90.0  # exp of the shifted values never overflows
     x[7, :] = -1e30
     inputs = [x] + [(rng.standard_normal((7, n)) * 8).astype(np.float32) for n in (1, 3, 7, 8, 15, 16, 17, 49, 64)]
+    masked = rng.uniform(-1, 1, (48, 49)).astype(np.float32)  # Swin-T's shifted windows: -100 added to masked
+    masked[:, 20:] -= 100.0                                    # scores (exp 0 there, not subnormal)
+    masked[40:, :] = -np.linspace(0, 90, 49, dtype=np.float32)  # x - max from 0 past Softmax's exp cut-off (-80)
+    inputs.append(masked)
     worst, problems = 0.0, []
     for i, x in enumerate(inputs):
         g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "g",
