@@ -78,11 +78,16 @@ HWY_INLINE V LogV(D d, V x) {
 
 // exp(t) for t in [-87, 88.72283935546875] (the callers clamp): Cephes' expf, a degree-7 polynomial on
 // r = t - k ln 2 (ln 2 split in two), times 2^k built in the exponent bits; k = 128 (t above ~88.38) gives +inf.
-// Cheaper than Highway's Exp (no special-case masks), ~1 ULP on its range.
+// Cheaper than Highway's Exp (no special-case masks), ~1 ULP on its range. k comes from one FMA: adding
+// 1.5 * 2^23 + 127 to t log2(e) rounds it to an integer (to nearest, as Round would) and leaves k + 127 in the
+// low mantissa bits, which the shift moves into the exponent field; that replaced Round, the conversion to int
+// and the bias add (AVX2, Gelu on 301056 floats: 278 -> 242 us; AVX-512 147 -> 128).
 template <class D, class V>
 HWY_INLINE V ExpClampedV(D d, V t) {
   const hn::RebindToSigned<D> di;
-  const V k = hn::Round(hn::Mul(t, hn::Set(d, 1.44269504088896341f)));
+  const V magic = hn::Set(d, 12583039.0f);  // 0x4B40007F: 1.5 * 2^23 + 127
+  const V kb = hn::MulAdd(t, hn::Set(d, 1.44269504088896341f), magic);
+  const V k = hn::Sub(kb, magic);
   V r = hn::NegMulAdd(k, hn::Set(d, 0.693359375f), t);
   r = hn::NegMulAdd(k, hn::Set(d, -2.12194440e-4f), r);
   V p = hn::Set(d, 1.9875691500e-4f);
@@ -92,7 +97,7 @@ HWY_INLINE V ExpClampedV(D d, V t) {
   p = hn::MulAdd(p, r, hn::Set(d, 1.6666665459e-1f));
   p = hn::MulAdd(p, r, hn::Set(d, 5.0000001201e-1f));
   p = hn::MulAdd(p, hn::Mul(r, r), hn::Add(r, hn::Set(d, 1.0f)));
-  const auto two_k = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, k), hn::Set(di, 127)));
+  const auto two_k = hn::ShiftLeft<23>(hn::BitCast(di, kb));
   return hn::Mul(p, hn::BitCast(d, two_k));
 }
 
@@ -102,7 +107,7 @@ HWY_INLINE V ExpClampedV(D d, V t) {
 // [-17.4, 0.0004], so its exp is ExpClampedV's, without Highway Exp's special-case masks: Erf and Gelu on 1.2M
 // floats (AVX-512, 1 thread) 0.75 -> 0.54 and 0.85 -> 0.62 ms (ONNX Runtime's Gelu: 0.59), still 2 ULP.
 template <class D, class V>
-HWY_INLINE V ErfV(D d, V x) {
+HWY_INLINE V ErfCoreV(D d, V x) {  // ErfV without its NaN pass-through (erf(NaN) comes out +-1 here)
   const V a = hn::Abs(x);
   const V t = hn::Mul(x, x);
   V p = hn::Set(d, -0.000602459185756743f);
@@ -123,7 +128,12 @@ HWY_INLINE V ErfV(D d, V x) {
   q = hn::MulAdd(q, c, hn::Set(d, -1.130202293395996f));
   q = hn::MulAdd(q, c, hn::Set(d, 0.00031141741783358157f));
   const V large = hn::CopySignToAbs(hn::Sub(hn::Set(d, 1.0f), ExpClampedV(d, q)), x);  // q in [-17.4, 0.0004]
-  return KeepNaN(d, x, hn::IfThenElse(hn::Lt(a, hn::Set(d, 0.921875f)), small, large));
+  return hn::IfThenElse(hn::Lt(a, hn::Set(d, 0.921875f)), small, large);
+}
+
+template <class D, class V>
+HWY_INLINE V ErfV(D d, V x) {
+  return KeepNaN(d, x, ErfCoreV(d, x));
 }
 
 // gelu(x) = 0.5 x (1 + erf(x / sqrt(2))), Gelu-20's formula as written (what the unfused graph and ONNX Runtime
@@ -136,7 +146,7 @@ HWY_INLINE V ErfV(D d, V x) {
 // that gelu(-inf) = -0 (the limit) rather than -inf * 0.
 template <class D, class V>
 HWY_INLINE V GeluV(D d, V x) {
-  const V e = ErfV(d, hn::Mul(x, hn::Set(d, 0.7071067811865476f)));
+  const V e = ErfCoreV(d, hn::Mul(x, hn::Set(d, 0.7071067811865476f)));  // NaN kept once, below
   const V xc = hn::Max(x, hn::Set(d, -16.0f));
   return KeepNaN(d, x, hn::Mul(hn::Mul(hn::Set(d, 0.5f), xc), hn::Add(hn::Set(d, 1.0f), e)));
 }
