@@ -182,6 +182,9 @@ constexpr double kWino43MaxWeightBytes = 3e6, kWino23MaxWeightBytes = 8e6;
 // The host's F(4x4, 3x3) (try_host_winograd, 8-channel blocks): smallest output side, and the bound on its
 // transformed weights (36 x C x K floats, 4x the convolution's own).
 constexpr int64_t kHostWinoMinOut = 7;
+// F(4, 3) (3x1 and 1x3 kernels): smallest output on the 3-tap side (one whole tile; at 2 a tile's 6 products make
+// 2 outputs, as many multiplies as the direct convolution's).
+constexpr int64_t kHostWino1DMinOut = 4;
 constexpr double kHostWinoMaxWeightBytes = 1e7;
 
 struct Scratch {
@@ -644,10 +647,19 @@ class ConvKernel {
     if (!winograd_enabled() || a_.transpose || g.nsp != 2 || g.G != 1 || !wdata ||
         (isa != dnnl::cpu_isa::avx2 && isa != dnnl::cpu_isa::avx2_vnni))
       return false;
-    for (size_t i = 0; i < 2; ++i)
-      if (g.k[i] != 3 || g.s[i] != 1 || g.d[i] != 1 || g.out[i] < kHostWinoMinOut) return false;
+    const winograd::Taps taps = g.k[0] == 3 && g.k[1] == 3   ? winograd::Taps::k3x3
+                                : g.k[0] == 3 && g.k[1] == 1 ? winograd::Taps::k3x1
+                                : g.k[0] == 1 && g.k[1] == 3 ? winograd::Taps::k1x3
+                                                             : static_cast<winograd::Taps>(-1);
+    if (taps != winograd::Taps::k3x3 && taps != winograd::Taps::k3x1 && taps != winograd::Taps::k1x3) return false;
+    for (size_t i = 0; i < 2; ++i) {
+      if (g.s[i] != 1 || g.d[i] != 1) return false;
+      if (g.k[i] == 1 && (g.pb[i] != 0 || g.pe[i] != 0)) return false;  // a padded 1-tap side: not transformed
+      if (g.k[i] == 3 && g.out[i] < (taps == winograd::Taps::k3x3 ? kHostWinoMinOut : kHostWino1DMinOut)) return false;
+    }
     if (nchwc_block(g.C) != 8 || nchwc_block(g.OC) != 8) return false;
-    if (36.0 * 4.0 * static_cast<double>(g.C * g.OC) > kHostWinoMaxWeightBytes) return false;
+    const double points = taps == winograd::Taps::k3x3 ? 36.0 : 6.0;
+    if (points * 4.0 * static_cast<double>(g.C * g.OC) > kHostWinoMaxWeightBytes) return false;
     winograd::Epilogue e;
     using Act = winograd::Epilogue::Act;
     const std::string& k = a_.activation;
@@ -660,12 +672,13 @@ class ConvKernel {
     e.shift = a_.output_shift;
     e.lo = a_.output_min;
     e.hi = a_.output_max;
-    p.wino = std::make_shared<const winograd::Conv43>(wdata, g.OC, g.C);
+    p.wino = std::make_shared<const winograd::Conv43>(wdata, g.OC, g.C, taps);
     p.wino_e = e;
     p.src_md = memory::desc(p.user_src.dims(), memory::data_type::f32, tag::nChw8c);
     p.dst_md = memory::desc(p.user_dst.dims(), memory::data_type::f32, tag::nChw8c);
     plan_activation_reorders(p);
-    p.impl = std::string("Winograd F(4x4,3x3) on ") + winograd::Conv43::target_name() + " (host)";
+    p.impl = std::string(taps == winograd::Taps::k3x3 ? "Winograd F(4x4,3x3)" : "Winograd F(4,3)") + " on " +
+             winograd::Conv43::target_name() + " (host)";
     return true;
   }
 

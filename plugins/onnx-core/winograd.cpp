@@ -47,38 +47,53 @@ HWY_INLINE void OutputRows(const V8* in, size_t s, V8* out, D8 d) {
   out[3 * s] = hn::Add(hn::MulAdd(eight, e, b), in[5 * s]);
 }
 
+// PH x PW input points per tile (6 x 6 for 3x3, 6 x 1 for 3x1, 1 x 6 for 1x3), 4 or 1 outputs per tile side.
 // Tiles [lo, hi) of the group that starts at tile t0 (cnt tiles): V[xi][i][c] at v + (xi * cnt + i) * C + c.
-void InputTransformImpl(const float* x, int64_t C, const Shape& s, int64_t TH, int64_t TW, int64_t t0, size_t lo,
-                        size_t hi, size_t cnt, float* v) {
+template <int PH, int PW>
+void InputTransform(const float* x, int64_t C, const Shape& s, int64_t TH, int64_t TW, int64_t t0, size_t lo,
+                    size_t hi, size_t cnt, float* v) {
+  constexpr int64_t OTH = PH == 6 ? 4 : 1, OTW = PW == 6 ? 4 : 1;
+  constexpr size_t P = PH * PW;
   const D8 d;
   const size_t L = hn::Lanes(d);
   const int64_t CB = C / 8, H = s.H, W = s.W;
   for (size_t i = lo; i < hi; ++i) {
     const Tile tile(t0 + static_cast<int64_t>(i), TH, TW);
-    const int64_t h0 = tile.th * 4 - s.pt, w0 = tile.tw * 4 - s.pl;
-    const bool inside = h0 >= 0 && w0 >= 0 && h0 + 6 <= H && w0 + 6 <= W;
+    const int64_t h0 = tile.th * OTH - s.pt, w0 = tile.tw * OTW - s.pl;
+    const bool inside = h0 >= 0 && w0 >= 0 && h0 + PH <= H && w0 + PW <= W;
     for (int64_t cb = 0; cb < CB; ++cb) {
       const float* xb = x + (tile.n * CB + cb) * H * W * 8;
       float* vb = v + i * C + cb * 8;
       for (size_t l = 0; l < 8; l += L) {
-        V8 in[36], mid[36];
-        for (int64_t a = 0; a < 6; ++a)
-          for (int64_t b = 0; b < 6; ++b) {
+        V8 in[P], mid[P];
+        for (int64_t a = 0; a < PH; ++a)
+          for (int64_t b = 0; b < PW; ++b) {
             const int64_t h = h0 + a, w = w0 + b;
-            in[a * 6 + b] = inside || (h >= 0 && h < H && w >= 0 && w < W) ? hn::LoadU(d, xb + (h * W + w) * 8 + l)
-                                                                             : hn::Zero(d);
+            in[a * PW + b] = inside || (h >= 0 && h < H && w >= 0 && w < W) ? hn::LoadU(d, xb + (h * W + w) * 8 + l)
+                                                                              : hn::Zero(d);
           }
-        for (size_t b = 0; b < 6; ++b) InputRows(in + b, 6, mid + b, d);      // columns: B^T d
-        for (size_t a = 0; a < 6; ++a) InputRows(mid + a * 6, 1, in + a * 6, d);  // rows: (B^T d) B
-        for (size_t xi = 0; xi < 36; ++xi) hn::StoreU(in[xi], d, vb + xi * cnt * C + l);
+        const V8* t = in;
+        if constexpr (PH == 6) {
+          for (size_t b = 0; b < PW; ++b) InputRows(in + b, PW, mid + b, d);  // columns: B^T d
+          t = mid;
+        }
+        if constexpr (PW == 6) {
+          V8* dst = PH == 6 ? in : mid;
+          for (size_t a = 0; a < PH; ++a) InputRows(t + a * 6, 1, dst + a * 6, d);  // rows: (B^T d) B
+          t = dst;
+        }
+        for (size_t xi = 0; xi < P; ++xi) hn::StoreU(t[xi], d, vb + xi * cnt * C + l);
       }
     }
   }
 }
 
 // Tiles [lo, hi) of the group at t0: Y from M[xi][i][k] at m + (xi * cnt + i) * K + k, then the epilogue.
-void OutputTransformImpl(const float* m, int64_t K, const Shape& s, int64_t TH, int64_t TW, int64_t t0, size_t lo,
-                         size_t hi, size_t cnt, const float* bias, const float* z, float* y, const Epilogue& e) {
+template <int PH, int PW>
+void OutputTransform(const float* m, int64_t K, const Shape& s, int64_t TH, int64_t TW, int64_t t0, size_t lo,
+                     size_t hi, size_t cnt, const float* bias, const float* z, float* y, const Epilogue& e) {
+  constexpr int64_t OTH = PH == 6 ? 4 : 1, OTW = PW == 6 ? 4 : 1;
+  constexpr size_t P = PH * PW;
   const D8 d;
   const size_t L = hn::Lanes(d);
   const int64_t KB = K / 8, OH = s.OH, OW = s.OW;
@@ -88,21 +103,28 @@ void OutputTransformImpl(const float* m, int64_t K, const Shape& s, int64_t TH, 
   const bool affine = e.scale != 1.0f || e.shift != 0.0f, clamp = e.lo > -FLT_MAX || e.hi < FLT_MAX;
   for (size_t i = lo; i < hi; ++i) {
     const Tile tile(t0 + static_cast<int64_t>(i), TH, TW);
-    const int64_t oh0 = tile.th * 4, ow0 = tile.tw * 4;
-    const int64_t rows = std::min<int64_t>(4, OH - oh0), cols = std::min<int64_t>(4, OW - ow0);
+    const int64_t oh0 = tile.th * OTH, ow0 = tile.tw * OTW;
+    const int64_t rows = std::min<int64_t>(OTH, OH - oh0), cols = std::min<int64_t>(OTW, OW - ow0);
     for (int64_t kb = 0; kb < KB; ++kb) {
       const float* mb = m + i * K + kb * 8;
       const size_t plane = static_cast<size_t>(((tile.n * KB + kb) * OH + oh0) * OW + ow0) * 8;
       for (size_t l = 0; l < 8; l += L) {
-        V8 in[36], mid[24], out[16];
-        for (size_t xi = 0; xi < 36; ++xi) in[xi] = hn::LoadU(d, mb + xi * cnt * K + l);
-        for (size_t b = 0; b < 6; ++b) OutputRows(in + b, 6, mid + b, d);        // A^T m: 4 x 6
-        for (size_t a = 0; a < 4; ++a) OutputRows(mid + a * 6, 1, out + a * 4, d);  // (A^T m) A: 4 x 4
+        V8 in[P], mid[OTH * PW], out[OTH * OTW];
+        for (size_t xi = 0; xi < P; ++xi) in[xi] = hn::LoadU(d, mb + xi * cnt * K + l);
+        const V8* t = in;
+        if constexpr (PH == 6) {
+          for (size_t b = 0; b < PW; ++b) OutputRows(in + b, PW, mid + b, d);  // A^T m: 4 x PW
+          t = mid;
+        }
+        if constexpr (PW == 6) {
+          for (size_t a = 0; a < OTH; ++a) OutputRows(t + a * 6, 1, out + a * 4, d);  // (A^T m) A: OTH x 4
+          t = out;
+        }
         const V8 bv = bias ? hn::LoadU(d, bias + kb * 8 + l) : hn::Zero(d);
         for (int64_t a = 0; a < rows; ++a)
           for (int64_t b = 0; b < cols; ++b) {
             const size_t at = plane + static_cast<size_t>(a * OW + b) * 8 + l;
-            V8 r = hn::Add(out[a * 4 + b], bv);
+            V8 r = hn::Add(t[a * OTW + b], bv);
             if (z) r = hn::Add(r, hn::LoadU(d, z + at));
             switch (e.act) {
               case Epilogue::Act::kNone: break;
@@ -118,6 +140,25 @@ void OutputTransformImpl(const float* m, int64_t K, const Shape& s, int64_t TH, 
           }
       }
     }
+  }
+}
+
+void InputTransformImpl(Taps taps, const float* x, int64_t C, const Shape& s, int64_t TH, int64_t TW, int64_t t0,
+                        size_t lo, size_t hi, size_t cnt, float* v) {
+  switch (taps) {
+    case Taps::k3x3: return InputTransform<6, 6>(x, C, s, TH, TW, t0, lo, hi, cnt, v);
+    case Taps::k3x1: return InputTransform<6, 1>(x, C, s, TH, TW, t0, lo, hi, cnt, v);
+    case Taps::k1x3: return InputTransform<1, 6>(x, C, s, TH, TW, t0, lo, hi, cnt, v);
+  }
+}
+
+void OutputTransformImpl(Taps taps, const float* m, int64_t K, const Shape& s, int64_t TH, int64_t TW, int64_t t0,
+                         size_t lo, size_t hi, size_t cnt, const float* bias, const float* z, float* y,
+                         const Epilogue& e) {
+  switch (taps) {
+    case Taps::k3x3: return OutputTransform<6, 6>(m, K, s, TH, TW, t0, lo, hi, cnt, bias, z, y, e);
+    case Taps::k3x1: return OutputTransform<6, 1>(m, K, s, TH, TW, t0, lo, hi, cnt, bias, z, y, e);
+    case Taps::k1x3: return OutputTransform<1, 6>(m, K, s, TH, TW, t0, lo, hi, cnt, bias, z, y, e);
   }
 }
 
@@ -139,35 +180,40 @@ HWY_EXPORT(TargetImpl);
 
 namespace {
 
-// Scratch per group: V (36 x tiles x C) and M (36 x tiles x K) floats. Groups of up to this many bytes keep both
+// Scratch per group: V (P x tiles x C) and M (P x tiles x K) floats, P the points per tile (36 or 6). Groups of up to this many bytes keep both
 // in the outer caches between the three steps; at least kMinTiles tiles so that the products stay tall.
 constexpr double kGroupBytes = 4.0 * 1024 * 1024;
 constexpr size_t kMinTiles = 64;
 
 }  // namespace
 
-Conv43::Conv43(const float* w, int64_t K, int64_t C) : K_(K), C_(C) {
+Conv43::Conv43(const float* w, int64_t K, int64_t C, Taps taps) : K_(K), C_(C), taps_(taps) {
   cap_simd_targets();
   static constexpr double G[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                      {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                      {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
-  // U[xi][c][k] = (G g G^T)[xi] = sum_ij G[a][i] g[i][j] G[b][j], g = w[k][c], xi = 6a + b, in float64; one
-  // plane at a time, packed before the next (a 36-plane temporary and its zero-fill cost ResNet-18 ~170 ms of
-  // load at AVX2).
-  std::vector<float> plane(static_cast<size_t>(C * K)), wt(static_cast<size_t>(C * K * 9));  // wt: [C][K][9]
+  static constexpr double I[1][3] = {{1, 0, 0}};  // a 1-tap side: the weight as it is
+  const int kh = taps == Taps::k1x3 ? 1 : 3, kw = taps == Taps::k3x1 ? 1 : 3, taps_n = kh * kw;
+  const int ph = points_h(), pw = points_w();
+  const double(*gh)[3] = kh == 3 ? G : I;
+  const double(*gw)[3] = kw == 3 ? G : I;
+  // U[xi][c][k] = (Gh g Gw^T)[xi] = sum_ij Gh[a][i] g[i][j] Gw[b][j], g = w[k][c] (kh x kw), xi = a * pw + b, in
+  // float64; one plane at a time, packed before the next (a 36-plane temporary and its zero-fill cost ResNet-18
+  // ~170 ms of load at AVX2).
+  std::vector<float> plane(static_cast<size_t>(C * K)), wt(static_cast<size_t>(C * K * taps_n));  // [C][K][taps]
   for (int64_t k = 0; k < K; ++k)
-    for (int64_t c = 0; c < C; ++c) std::copy_n(w + (k * C + c) * 9, 9, wt.data() + (c * K + k) * 9);
-  u_.reserve(36);
-  for (int a = 0; a < 6; ++a)
-    for (int b = 0; b < 6; ++b) {
-      double coef[9];  // G[a][i] G[b][j]
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) coef[i * 3 + j] = G[a][i] * G[b][j];
+    for (int64_t c = 0; c < C; ++c) std::copy_n(w + (k * C + c) * taps_n, taps_n, wt.data() + (c * K + k) * taps_n);
+  u_.reserve(static_cast<size_t>(ph * pw));
+  for (int a = 0; a < ph; ++a)
+    for (int b = 0; b < pw; ++b) {
+      double coef[9];  // Gh[a][i] Gw[b][j]
+      for (int i = 0; i < kh; ++i)
+        for (int j = 0; j < kw; ++j) coef[i * kw + j] = gh[a][i] * gw[b][j];
       for (int64_t c = 0; c < C; ++c)
         for (int64_t k = 0; k < K; ++k) {
-          const float* g = wt.data() + (c * K + k) * 9;
+          const float* g = wt.data() + (c * K + k) * taps_n;
           double acc = 0.0;
-          for (int t = 0; t < 9; ++t) acc += coef[t] * g[t];
+          for (int t = 0; t < taps_n; ++t) acc += coef[t] * g[t];
           plane[static_cast<size_t>(c * K + k)] = static_cast<float>(acc);
         }
       u_.push_back(gemm_packed::pack(plane.data(), static_cast<size_t>(C), static_cast<size_t>(K)));
@@ -175,37 +221,39 @@ Conv43::Conv43(const float* w, int64_t K, int64_t C) : K_(K), C_(C) {
 }
 
 size_t Conv43::tiles_per_group(const Shape& s) const {
-  const size_t tiles = static_cast<size_t>(s.N * ((s.OH + 3) / 4) * ((s.OW + 3) / 4));
-  const size_t fit = static_cast<size_t>(kGroupBytes / (36.0 * 4.0 * static_cast<double>(C_ + K_)));
+  const size_t P = u_.size();
+  const size_t tiles = static_cast<size_t>(s.N * tiles_h(s) * tiles_w(s));
+  const size_t fit = static_cast<size_t>(kGroupBytes / (static_cast<double>(P) * 4.0 * static_cast<double>(C_ + K_)));
   return std::min(tiles, std::max(kMinTiles, fit));
 }
 
 size_t Conv43::scratch_floats(const Shape& s) const {
-  return 36 * tiles_per_group(s) * static_cast<size_t>(C_ + K_);
+  return u_.size() * tiles_per_group(s) * static_cast<size_t>(C_ + K_);
 }
 
 void Conv43::run(const Shape& s, const float* x, const float* bias, const float* z, float* y, const Epilogue& e,
                  float* scratch) const {
   cap_simd_targets();
-  const int64_t TH = (s.OH + 3) / 4, TW = (s.OW + 3) / 4, T = s.N * TH * TW;
+  const size_t P = u_.size();
+  const int64_t TH = tiles_h(s), TW = tiles_w(s), T = s.N * TH * TW;
   const size_t tg = tiles_per_group(s);
   float* v = scratch;
-  float* m = scratch + 36 * tg * static_cast<size_t>(C_);
+  float* m = scratch + P * tg * static_cast<size_t>(C_);
   const size_t K = static_cast<size_t>(K_), C = static_cast<size_t>(C_);
   const size_t panels = u_.empty() ? 0 : u_[0].panels();
   // Tiles per task: about 16 K floats of input or output per task, as kGrain elsewhere.
-  const size_t grain_in = std::max<size_t>(1, 16384 / (36 * C)), grain_out = std::max<size_t>(1, 16384 / (36 * K));
+  const size_t grain_in = std::max<size_t>(1, 16384 / (P * C)), grain_out = std::max<size_t>(1, 16384 / (P * K));
   for (int64_t t0 = 0; t0 < T; t0 += static_cast<int64_t>(tg)) {
     const size_t cnt = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(tg), T - t0));
     parallel_for(cnt, grain_in, [&](size_t lo, size_t hi) {
-      HWY_DYNAMIC_DISPATCH(InputTransformImpl)(x, C_, s, TH, TW, t0, lo, hi, cnt, v);
+      HWY_DYNAMIC_DISPATCH(InputTransformImpl)(taps_, x, C_, s, TH, TW, t0, lo, hi, cnt, v);
     });
-    parallel_for(36, 1, [&](size_t lo, size_t hi) {
+    parallel_for(P, 1, [&](size_t lo, size_t hi) {
       for (size_t xi = lo; xi < hi; ++xi)
         gemm_packed::multiply(u_[xi], v + xi * cnt * C, cnt, C, m + xi * cnt * K, K, nullptr, 0, panels);
     });
     parallel_for(cnt, grain_out, [&](size_t lo, size_t hi) {
-      HWY_DYNAMIC_DISPATCH(OutputTransformImpl)(m, K_, s, TH, TW, t0, lo, hi, cnt, bias, z, y, e);
+      HWY_DYNAMIC_DISPATCH(OutputTransformImpl)(taps_, m, K_, s, TH, TW, t0, lo, hi, cnt, bias, z, y, e);
     });
   }
 }

@@ -32,8 +32,8 @@ constexpr const char* kUsage =
     "Logging: --log-level or $OPHOST_LOG_LEVEL (trace, debug, info, warn, error, off).\n"
     "CPU kernels (onnx-core): ONEDNN_MAX_CPU_ISA=AVX2 caps oneDNN and the Highway loops at an ISA level;\n"
     "$OPHOST_CONV_WINOGRAD=0 keeps 3x3 convolutions direct (Winograd otherwise: oneDNN's on AVX-512, onnx-core's\n"
-    "own F(4x4,3x3) below it; a few 1e-6 of the output's range). `ophost inspect MODEL --kernels` shows what each\n"
-    "node runs.\n";
+    "own F(4x4,3x3) below it, and F(4,3) for 3x1 / 1x3 ones; a few 1e-6 of the output's range).\n"
+    "`ophost inspect MODEL --kernels` shows what each node runs.\n";
 
 }  // namespace
 

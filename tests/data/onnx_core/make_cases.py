@@ -390,6 +390,7 @@ def cases():
     out.extend(fusion_cases.cases(conv_ref))
     out.extend(avgpool_blocked_cases())
     out.append(winograd_host_case())
+    out.append(winograd_1d_case())
     return out
 
 
@@ -697,6 +698,45 @@ def winograd_host_case():
              helper.make_node("Mul", ["k2", "half"], ["m2"]),
              helper.make_node("Conv", ["m2", "W3"], ["y"])]
     return graph_case("conv_winograd_host", nodes, x, ref, w, (half, lo, hi))
+
+
+def winograd_1d_case():
+    """3x1 and 1x3 stride-1 convolutions on 8-channel blocks, which onnx-core runs as its own Winograd F(4, 3)
+    along the 3-tap side below AVX-512 (winograd.hpp, Taps::k3x1 / k1x3): batch 2; a 3x1 16 -> 24 with top 1 and
+    bottom 2 padding (14 output rows from 13: the last tile of each column partial) and LeakyRelu; a 1x3 24 -> 24
+    with a residual Z, Clip(0, 6) and a scale of 0.5; a 1x3 with right padding only (9 output columns from 10:
+    4 + 4 + 1); a 3x1 padded on its 1-tap side too (not transformed: the direct kernel); then a 1x1 to 8 channels.
+    He-initialised weights."""
+    rng = np.random.default_rng(16)
+    def he(*s):
+        return (rng.standard_normal(s) * np.sqrt(2.0 / (s[1] * s[2] * s[3]))).astype(np.float32)
+    x = rng.standard_normal((2, 8, 13, 10)).astype(np.float32)
+    w = {"W0": he(16, 8, 3, 3), "W1": he(24, 16, 3, 1), "B1": (rng.standard_normal(24) * 0.1).astype(np.float32),
+         "W2": he(24, 24, 1, 3), "W3": he(24, 24, 1, 3), "W4": he(16, 24, 3, 1), "W5": he(8, 16, 1, 1)}
+    d = {k: v.astype(np.float64) for k, v in w.items()}
+    one = [1, 1]
+    c0 = np.maximum(conv_ref(x.astype(np.float64), d["W0"], np.zeros(16), one, [1, 1, 1, 1], one, 1), 0)
+    c1 = conv_ref(c0, d["W1"], d["B1"], one, [1, 0, 2, 0], one, 1)
+    l1 = np.where(c1 > 0, c1, 0.1 * c1)
+    m2 = np.clip(l1 + conv_ref(l1, d["W2"], np.zeros(24), one, [0, 1, 0, 1], one, 1), 0, 6) * 0.5
+    c3 = conv_ref(m2, d["W3"], np.zeros(24), one, [0, 0, 0, 1], one, 1)
+    c4 = conv_ref(c3, d["W4"], np.zeros(16), one, [1, 1, 1, 1], one, 1)
+    ref = conv_ref(c4, d["W5"], np.zeros(8), one, [0] * 4, one, 1)
+    half = helper.make_tensor("half", TensorProto.FLOAT, [], [0.5])
+    lo = helper.make_tensor("lo", TensorProto.FLOAT, [], [0.0])
+    hi = helper.make_tensor("hi", TensorProto.FLOAT, [], [6.0])
+    nodes = [helper.make_node("Conv", ["X", "W0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "W1", "B1"], ["c1"], pads=[1, 0, 2, 0]),
+             helper.make_node("LeakyRelu", ["c1"], ["l1"], alpha=0.1),
+             helper.make_node("Conv", ["l1", "W2"], ["c2"], pads=[0, 1, 0, 1]),
+             helper.make_node("Add", ["c2", "l1"], ["a2"]),
+             helper.make_node("Clip", ["a2", "lo", "hi"], ["k2"]),
+             helper.make_node("Mul", ["k2", "half"], ["m2"]),
+             helper.make_node("Conv", ["m2", "W3"], ["c3"], pads=[0, 0, 0, 1]),
+             helper.make_node("Conv", ["c3", "W4"], ["c4"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c4", "W5"], ["y"])]
+    return graph_case("conv_winograd_1d", nodes, x, ref, w, (half, lo, hi))
 
 
 def write():
