@@ -635,23 +635,27 @@ class ConvKernel {
   }
 
   // Winograd F(4x4, 3x3) of winograd.hpp for a dense 3x3 stride-1 convolution on 8-channel blocks (at AVX2, where
-  // oneDNN 2.6 has no Winograd), constant weights, an activation the output transform applies (none,
-  // Relu, LeakyRelu, Clip; SiLU runs after it as after any path). Outputs of at least kHostWinoMinOut on each side.
+  // oneDNN 2.6 has no Winograd), or F(4, 3) for a 3x1 / 1x3 one (AVX2 and AVX-512); constant weights, an
+  // activation the output transform applies (none, Relu, LeakyRelu, Clip; SiLU runs after it as after any path).
+  // Outputs of at least kHostWinoMinOut on each side (3x3), kHostWino1DMinOut on the 3-tap side (3x1, 1x3).
   // A plain X, Y or Z (channels a multiple of 8) is reordered to and from nChw8c around it, as oneDNN's direct
   // kernels would have it (PP-OCRv4 det's neck, whose shapes are open at load, stays plain).
   bool try_host_winograd(Prim& p, const float* wdata) const {
     const ConvGeom& g = p.g;
-    // AVX2 only (FMA): on SSE4.1/AVX the transforms and products round twice per multiply-add, and
+    // Not below AVX2 (FMA): on SSE4.1/AVX the transforms and products round twice per multiply-add, and
     // conv_winograd_4x3_batch2 (He-initialised, outputs near 1) was off by 1.7e-5, over the cases' bound.
     const auto isa = dnnl::get_effective_cpu_isa();
-    if (!winograd_enabled() || a_.transpose || g.nsp != 2 || g.G != 1 || !wdata ||
-        (isa != dnnl::cpu_isa::avx2 && isa != dnnl::cpu_isa::avx2_vnni))
-      return false;
-    const winograd::Taps taps = g.k[0] == 3 && g.k[1] == 3   ? winograd::Taps::k3x3
-                                : g.k[0] == 3 && g.k[1] == 1 ? winograd::Taps::k3x1
-                                : g.k[0] == 1 && g.k[1] == 3 ? winograd::Taps::k1x3
-                                                             : static_cast<winograd::Taps>(-1);
-    if (taps != winograd::Taps::k3x3 && taps != winograd::Taps::k3x1 && taps != winograd::Taps::k1x3) return false;
+    if (!winograd_enabled() || a_.transpose || g.nsp != 2 || g.G != 1 || !wdata) return false;
+    winograd::Taps taps;
+    if (g.k[0] == 3 && g.k[1] == 3) taps = winograd::Taps::k3x3;
+    else if (g.k[0] == 3 && g.k[1] == 1) taps = winograd::Taps::k3x1;
+    else if (g.k[0] == 1 && g.k[1] == 3) taps = winograd::Taps::k1x3;
+    else return false;
+    // 3x3 at AVX2 only (AVX-512 has oneDNN's Winograd); 3x1 / 1x3 at AVX-512 too, where oneDNN has none (on
+    // 8-channel blocks: embedding_model's 72 -> 72 3x1 at 32x8 90 -> 60 us, its five such convs 333 -> 215).
+    const bool avx2 = isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni;
+    const bool avx512 = dnnl_channel_block() == 16;
+    if (!(avx2 || (avx512 && taps != winograd::Taps::k3x3))) return false;
     for (size_t i = 0; i < 2; ++i) {
       if (g.s[i] != 1 || g.d[i] != 1) return false;
       if (g.k[i] == 1 && (g.pb[i] != 0 || g.pe[i] != 0)) return false;  // a padded 1-tap side: not transformed
