@@ -226,8 +226,9 @@ float ExpShiftedSumImpl(const float* x, float* y, size_t n, float shift) {
 // exp(-80) = 1.8e-35, so a row's values this drops are below 1.8e-35 / sum of the row (>= 1): an absolute error
 // no float computation downstream can see (values down to 1e-30 keep their relative accuracy, as
 // check_simd_math.py asks), and every value kept stays normal after the scaling while the row's sum is below
-// ~1500 (a longer, flat row may still scale tiny values into subnormals: slower, not wrong). NaN stays NaN (the comparison is false for it, and the polynomial carries it), so a NaN still
-// makes the whole row NaN through the sum.
+// ~1500 (a longer, flat row may still scale tiny values into subnormals: slower, not wrong). NaN stays NaN (the
+// comparison is false for it, and the polynomial carries it), so a NaN still makes the whole row NaN through the
+// sum.
 template <class D, class V>
 HWY_INLINE V ExpSoftmaxV(D d, V t) {
   const V lo = hn::Set(d, -80.0f);

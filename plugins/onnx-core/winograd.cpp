@@ -180,8 +180,9 @@ HWY_EXPORT(TargetImpl);
 
 namespace {
 
-// Scratch per group: V (P x tiles x C) and M (P x tiles x K) floats, P the points per tile (36 or 6). Groups of up to this many bytes keep both
-// in the outer caches between the three steps; at least kMinTiles tiles so that the products stay tall.
+// Scratch per group: V (P x tiles x C) and M (P x tiles x K) floats, P the points per tile (36 or 6). Groups of
+// up to this many bytes keep both in the outer caches between the three steps; at least kMinTiles tiles so that
+// the products stay tall.
 constexpr double kGroupBytes = 4.0 * 1024 * 1024;
 constexpr size_t kMinTiles = 64;
 
