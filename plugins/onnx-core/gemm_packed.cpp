@@ -167,7 +167,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include "simd_targets.hpp"
 
+#include <sys/mman.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <stdexcept>
 
 namespace onnx_core::gemm_packed {
@@ -177,17 +181,23 @@ HWY_EXPORT(PackImpl);
 HWY_EXPORT(MultiplyImpl);
 HWY_EXPORT(TargetImpl);
 
+void PackedB::Free::operator()(float* p) const noexcept { std::free(p); }
+
 PackedB pack(const float* b, size_t K, size_t N, bool transposed, float scale) {
   cap_simd_targets();
   PackedB p;
   p.k_ = K;
   p.n_ = N;
   p.nr_ = HWY_DYNAMIC_DISPATCH(PanelWidthImpl)();
-  const size_t n = p.panels() * K * p.nr_;
-  p.store_.assign(n + 64 / sizeof(float), 0.0f);
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(p.store_.data());
-  float* data = reinterpret_cast<float*>((raw + 63) & ~uintptr_t(63));
-  HWY_DYNAMIC_DISPATCH(PackImpl)(b, K, N, transposed, scale, data);
+  const size_t bytes = std::max<size_t>(p.panels() * K * p.nr_ * sizeof(float), 64);
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t align = bytes >= 2 * kHuge ? kHuge : 64;
+  const size_t alloc = (bytes + align - 1) / align * align;
+  float* data = static_cast<float*>(std::aligned_alloc(align, alloc));
+  if (!data) throw std::bad_alloc();
+  p.store_.reset(data);
+  if (align == kHuge) (void)::madvise(data, alloc, MADV_HUGEPAGE);  // advice: 4 KiB pages serve without it
+  HWY_DYNAMIC_DISPATCH(PackImpl)(b, K, N, transposed, scale, data);  // writes every float, padding included
   p.data_ = data;
   return p;
 }
