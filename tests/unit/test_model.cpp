@@ -211,6 +211,60 @@ TEST(ModelLoad, SimpleModel) {
   EXPECT_EQ(ophost::describe_node(m.nodes[1]), "node 'relu' (Relu)");
 }
 
+// Initializers of more than 4 MiB of raw_data in all are carved from one block (InitializerBlock): each keeps
+// its own bytes, 64-byte aligned, with a float_data initializer between them read as before; from a file and
+// from bytes alike.
+TEST(ModelLoad, LargeRawInitializersKeepTheirBytesAndAlignment) {
+  onnx::ModelProto p = empty_model();
+  auto* g = p.mutable_graph();
+  add_input(g, "x", {3});
+  auto raw_tensor = [](const std::string& name, int64_t n, float base) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    t.add_dims(n);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = base + static_cast<float>(i % 1000);
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+    return t;
+  };
+  *g->add_initializer() = raw_tensor("a", 1'000'003, 0.5f);  // 4000012 bytes: not a multiple of 64
+  *g->add_initializer() = float_tensor("b", {3}, {7, 8, 9});
+  *g->add_initializer() = raw_tensor("c", 300'001, -2000.0f);
+  add_node(g, "Add", {"x", "b"}, {"y"});
+  add_node(g, "Add", {"a", "a"}, {"a2"});
+  add_node(g, "Add", {"c", "c"}, {"c2"});
+  add_output(g, "y");
+  add_output(g, "a2");
+  add_output(g, "c2");
+  auto check = [](const Model& m) {
+    ASSERT_EQ(m.initializers.size(), 3u);
+    for (const auto& [name, t] : m.initializers) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u) << name;
+      const float* v = t.data_as<float>();
+      if (name == "a") {
+        ASSERT_EQ(t.numel(), 1'000'003);
+        EXPECT_EQ(v[0], 0.5f);
+        EXPECT_EQ(v[999], 999.5f);
+        EXPECT_EQ(v[1'000'002], 2.5f);  // 1000002 % 1000 = 2
+      } else if (name == "b") {
+        ASSERT_EQ(t.numel(), 3);
+        EXPECT_EQ(v[2], 9.0f);
+      } else {
+        ASSERT_EQ(t.numel(), 300'001);
+        EXPECT_EQ(v[0], -2000.0f);
+        EXPECT_EQ(v[300'000], -2000.0f);
+        EXPECT_EQ(v[1234], -1766.0f);  // 1234 % 1000 = 234
+      }
+    }
+  };
+  TempDir dir;
+  check(ophost::load_model(save(p, dir.path / "model.onnx")));
+  std::string bytes;
+  ASSERT_TRUE(p.SerializeToString(&bytes));
+  check(ophost::load_model_from_bytes(std::as_bytes(std::span<const char>(bytes.data(), bytes.size())), {}, "m"));
+}
+
 TEST(ModelLoad, FromBytesAndDomainNormalisation) {
   onnx::ModelProto p = simple_model();
   p.mutable_opset_import(0)->set_domain("ai.onnx");
