@@ -118,6 +118,28 @@ void reduce_typed(Kind kind, const T* X, std::span<const int64_t> in,
   const size_t count = red_offsets.size();
   const int64_t* ro = red_offsets.data();
   using A = Acc<T>;
+  // The reduced axes trailing and contiguous (offsets 0 .. count - 1: a mean over H and W, as PyTorch exports
+  // x.mean([2, 3])): sums of a floating type over a row run on four partial sums the compiler can vectorise,
+  // instead of one dependent chain through the offset table (ShuffleNet v2's ReduceMean over [1, 1024, 7, 7]:
+  // 21.6 us, ONNX Runtime's 8).
+  if constexpr (std::is_floating_point_v<T>) {
+    const bool rows = count > 0 && red_offsets.back() == static_cast<int64_t>(count) - 1;
+    if (rows && (kind == Kind::kSum || kind == Kind::kMean)) {
+      parallel_for(out_n, std::max<size_t>(1, kGrain / count), [&](size_t lo, size_t hi) {
+        for (size_t o = lo; o < hi; ++o) {
+          const T* xr = X + o * count;  // kept axes lead, so output o reads row o
+          double p[4] = {0, 0, 0, 0};
+          size_t j = 0;
+          for (; j + 4 <= count; j += 4)
+            for (size_t q = 0; q < 4; ++q) p[q] += static_cast<double>(xr[j + q]);
+          for (; j < count; ++j) p[0] += static_cast<double>(xr[j]);
+          const double acc = (p[0] + p[1]) + (p[2] + p[3]);
+          Y[o] = static_cast<T>(kind == Kind::kMean ? acc / static_cast<double>(count) : acc);
+        }
+      });
+      return;
+    }
+  }
   parallel_for(out_n, std::max<size_t>(1, kGrain / std::max<size_t>(1, count)), [&](size_t lo, size_t hi) {
     for (size_t o = lo; o < hi; ++o) {
       int64_t base = 0;

@@ -391,6 +391,7 @@ def cases():
     out.extend(avgpool_blocked_cases())
     out.append(winograd_host_case())
     out.append(winograd_1d_case())
+    out.extend(reduce_rows_cases())
     return out
 
 
@@ -737,6 +738,22 @@ def winograd_1d_case():
              helper.make_node("Conv", ["c3", "W4"], ["c4"], pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["c4", "W5"], ["y"])]
     return graph_case("conv_winograd_1d", nodes, x, ref, w, (half, lo, hi))
+
+
+def reduce_rows_cases():
+    """ReduceMean whose reduced axes are trailing and contiguous, which onnx-core sums as rows (reduce.cpp): over
+    H and W (21 values a row, not a multiple of its 4 partial sums), over a trailing block with a size-1 kept
+    axis between reduced ones, and over every axis; float64 numpy references."""
+    rng = np.random.default_rng(18)
+    out = []
+    for name, shape, axes, keep in [("reduce_mean_rows_hw", (2, 5, 3, 7), [2, 3], 0),
+                                    ("reduce_mean_rows_size1_kept", (2, 1, 3), [0, 2], 1),
+                                    ("reduce_mean_rows_all", (3, 4, 5), [0, 1, 2], 0)]:
+        x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
+        ref = x.astype(np.float64).mean(axis=tuple(axes), keepdims=bool(keep))
+        nodes = [helper.make_node("ReduceMean", ["X"], ["y"], axes=axes, keepdims=keep)]
+        out.append(graph_case(name, nodes, x, ref, {}))
+    return out
 
 
 def write():
