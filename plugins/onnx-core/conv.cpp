@@ -746,12 +746,8 @@ class ConvKernel {
           dnnl_sgemm('N', 'N', g.OC, hw, g.C, 1.0f, w, g.C, xi, hw, beta, yi, hw);
       if (st != dnnl_success) fail(a_.op + ": oneDNN sgemm failed (status " + std::to_string(st) + ")");
       if (!b && !relu) continue;
-      for (int64_t oc = 0; oc < g.OC; ++oc) {
-        float* row = yi + oc * hw;
-        const float bo = b ? b[oc] : 0.0f;
-        if (relu) for (int64_t i = 0; i < hw; ++i) row[i] = std::max(row[i] + bo, 0.0f);
-        else for (int64_t i = 0; i < hw; ++i) row[i] += bo;
-      }
+      for (int64_t oc = 0; oc < g.OC; ++oc)
+        simd_math::add_bias(yi + oc * hw, static_cast<size_t>(hw), b ? b[oc] : 0.0f, relu);
     }
   }
 

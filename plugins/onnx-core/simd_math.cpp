@@ -198,6 +198,13 @@ void GeluImpl(const float* x, float* y, size_t n) {
 void GeluTanhImpl(const float* x, float* y, size_t n) {
   Apply(x, y, n, [](auto d, auto v) { return GeluTanhV(d, v); });
 }
+void AddBiasImpl(float* y, size_t n, float bias, bool relu) {
+  if (relu) {
+    Apply(y, y, n, [bias](auto d, auto v) { return hn::Max(hn::Add(v, hn::Set(d, bias)), hn::Zero(d)); });
+  } else {
+    Apply(y, y, n, [bias](auto d, auto v) { return hn::Add(v, hn::Set(d, bias)); });
+  }
+}
 
 float ExpShiftedSumImpl(const float* x, float* y, size_t n, float shift) {
   const hn::ScalableTag<float> d;
@@ -416,6 +423,13 @@ ONNX_CORE_SIMD_UNARY(gelu_tanh, GeluTanhImpl)
 float exp_shifted_sum(const float* x, float* y, size_t n, float shift) {
   cap_simd_targets();
   return HWY_DYNAMIC_DISPATCH(ExpShiftedSumImpl)(x, y, n, shift);
+}
+
+HWY_EXPORT(AddBiasImpl);
+
+void add_bias(float* y, size_t n, float bias, bool relu) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(AddBiasImpl)(y, n, bias, relu);
 }
 
 HWY_EXPORT(SoftmaxRowsImpl);
