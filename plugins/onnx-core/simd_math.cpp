@@ -206,26 +206,6 @@ void AddBiasImpl(float* y, size_t n, float bias, bool relu) {
   }
 }
 
-float ExpShiftedSumImpl(const float* x, float* y, size_t n, float shift) {
-  const hn::ScalableTag<float> d;
-  const size_t N = hn::Lanes(d);
-  const auto s = hn::Set(d, shift);
-  auto acc = hn::Zero(d);
-  size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto e = ExpV(d, hn::Sub(hn::LoadU(d, x + i), s));
-    hn::StoreU(e, d, y + i);
-    acc = hn::Add(acc, e);
-  }
-  float sum = hn::GetLane(hn::SumOfLanes(d, acc));
-  if (i < n) {
-    const size_t tail = n - i;
-    Apply(x + i, y + i, tail, [shift](auto dd, auto v) { return ExpV(dd, hn::Sub(v, hn::Set(dd, shift))); });
-    for (size_t k = i; k < n; ++k) sum += y[k];
-  }
-  return sum;
-}
-
 // exp(t) for Softmax's t = x - max(row) (<= 0, or NaN): ExpClampedV, with exactly 0 below t = -80 instead of a
 // tiny or subnormal result. Subnormal values, and products that make them, take a slow path on x86: Swin-T's
 // shifted-window attention adds -100 to masked scores, and its Softmax nodes ran 2.4x as long as the unmasked
@@ -286,7 +266,10 @@ void SoftmaxRowsImpl(const float* x, float* y, size_t rows, size_t len) {
       float* yr = y + r * len;
       float m = -std::numeric_limits<float>::infinity();
       for (size_t i = 0; i < len; ++i) m = xr[i] > m ? xr[i] : m;
-      const float inv = 1.0f / ExpShiftedSumImpl(xr, yr, len, m);
+      Apply(xr, yr, len, [m](auto dd, auto v) { return ExpSoftmaxV(dd, hn::Sub(v, hn::Set(dd, m))); });
+      float sum = 0.0f;
+      for (size_t i = 0; i < len; ++i) sum += yr[i];
+      const float inv = 1.0f / sum;
       for (size_t i = 0; i < len; ++i) yr[i] *= inv;
     }
     return;
@@ -402,7 +385,6 @@ HWY_EXPORT(LogImpl);
 HWY_EXPORT(ErfImpl);
 HWY_EXPORT(GeluImpl);
 HWY_EXPORT(GeluTanhImpl);
-HWY_EXPORT(ExpShiftedSumImpl);
 
 // The unary entry points: cap the targets (once), then call the best compiled target.
 #define ONNX_CORE_SIMD_UNARY(name, impl)          \
@@ -419,11 +401,6 @@ ONNX_CORE_SIMD_UNARY(erf, ErfImpl)
 ONNX_CORE_SIMD_UNARY(gelu, GeluImpl)
 ONNX_CORE_SIMD_UNARY(gelu_tanh, GeluTanhImpl)
 #undef ONNX_CORE_SIMD_UNARY
-
-float exp_shifted_sum(const float* x, float* y, size_t n, float shift) {
-  cap_simd_targets();
-  return HWY_DYNAMIC_DISPATCH(ExpShiftedSumImpl)(x, y, n, shift);
-}
 
 HWY_EXPORT(AddBiasImpl);
 

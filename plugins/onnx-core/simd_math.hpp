@@ -38,8 +38,6 @@ void gelu_tanh(const float* x, float* y, size_t n);
 // y = y + bias, then max(y, 0) when relu; in place (the NCHW sgemm convolution's epilogue, one output channel's
 // row at a time: the scalar loop the compiler made of it ran at SSE width, ~4% of ShuffleNet v2's run).
 void add_bias(float* y, size_t n, float bias, bool relu);
-// y = exp(x - shift); returns the sum of y (Softmax's denominator).
-float exp_shifted_sum(const float* x, float* y, size_t n, float shift);
 // Softmax over each of `rows` contiguous rows of `len` values (x == y allowed).
 void softmax_rows(const float* x, float* y, size_t rows, size_t len);
 

@@ -74,14 +74,10 @@ struct SoftmaxKernel {
           if (inner == 1) {
             T m = xb[0];
             for (size_t l = 1; l < len; ++l) m = std::max(m, xb[l]);
-            T s = T(0);
-            if constexpr (std::is_same_v<T, float>) {
-              s = simd_math::exp_shifted_sum(xb, yb, len, m);
-            } else {
-              for (size_t l = 0; l < len; ++l) {
-                yb[l] = std::exp(xb[l] - m);
-                s += yb[l];
-              }
+            T s = T(0);  // float32 rows of the last axis went to softmax_rows above
+            for (size_t l = 0; l < len; ++l) {
+              yb[l] = std::exp(xb[l] - m);
+              s += yb[l];
             }
             const T inv = T(1) / s;
             for (size_t l = 0; l < len; ++l) yb[l] *= inv;
