@@ -298,11 +298,8 @@ class ConvKernel {
   // Every distinct oneDNN implementation this node has built ("oneDNN jit_dw:avx2"); reference when any is.
   oph::Implementation implementation() {
     std::lock_guard lock(mu_);
-    oph::Implementation impl;
-    for (const auto& [key, p] : cache_) {
-      append_distinct(impl.name, p->wino ? p->impl : "oneDNN " + p->impl);
-      impl.reference = impl.reference || is_reference_impl(p->impl);
-    }
+    oph::Implementation impl =
+        implementation_of(cache_, [](const Prim& p) { return p.wino ? p.impl : "oneDNN " + p.impl; });
     if (a_.host_silu && !impl.name.empty()) impl.name += ", then SiLU (Highway)";
     return impl;
   }

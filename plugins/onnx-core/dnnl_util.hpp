@@ -40,16 +40,24 @@ inline void append_distinct(std::string& list, const std::string& item) {
   list += (list.empty() ? "" : ", ") + item;
 }
 
+// The distinct names name(entry) gives the entries of `cache` (a map to shared pointers of objects with an `impl`
+// string, oneDNN's impl_info_str or a host kernel's name); reference when any entry's impl is.
+template <class Cache, class Name>
+oph::Implementation implementation_of(const Cache& cache, Name name) {
+  oph::Implementation out;
+  for (const auto& [key, p] : cache) {
+    append_distinct(out.name, name(*p));
+    out.reference = out.reference || is_reference_impl(p->impl);
+  }
+  return out;
+}
+
 // What a kernel reports as its implementation: `prefix` and every distinct oneDNN implementation name
 // (impl_info_str) of the primitives in `cache` (a map to shared pointers of objects with an `impl` string);
 // reference when any of them is.
 template <class Cache>
 oph::Implementation dnnl_implementation(const Cache& cache, const std::string& prefix) {
-  oph::Implementation out;
-  for (const auto& [key, p] : cache) {
-    append_distinct(out.name, p->impl);
-    out.reference = out.reference || is_reference_impl(p->impl);
-  }
+  oph::Implementation out = implementation_of(cache, [](const auto& p) { return p.impl; });
   if (!out.name.empty()) out.name = prefix + out.name;
   return out;
 }
