@@ -125,13 +125,13 @@ class FoldBudget {
 // or folded before it, or Shape/Size of a known shape) counts its outputs' bytes, unless they are over the
 // per-node cap (kept as nodes). Nodes whose output sizes are unknown here are checked when evaluated.
 void predict_fold(const Model& m, const std::map<std::string, InferredValue>& info, size_t size_cap,
-                  uint64_t extra) {
+                  uint64_t extra, bool keep_8bit_dequantize) {
   FoldBudget budget(m, extra);
   std::set<std::string> constant;
   for (const auto& [name, t] : m.initializers) constant.insert(name);
   size_t counted = 0;
   for (const Node& n : m.nodes) {
-    if (never_fold(n)) continue;
+    if (never_fold(n) || (keep_8bit_dequantize && n.op_type == "DequantizeLinear")) continue;
     bool inputs_constant = std::all_of(n.inputs.begin(), n.inputs.end(),
                                        [&](const std::string& in) { return in.empty() || constant.count(in); });
     bool shape_of_known = false;
@@ -151,7 +151,8 @@ void predict_fold(const Model& m, const std::map<std::string, InferredValue>& in
 
 }  // namespace
 
-PassResult fold_constants(Model& m, const PassHooks& hooks, size_t size_cap, uint64_t extra_budget) {
+PassResult fold_constants(Model& m, const PassHooks& hooks, size_t size_cap, uint64_t extra_budget,
+                          bool keep_8bit_dequantize) {
   PassResult r{"constant-folding"};
   std::map<std::string, Tensor> known;  // shallow copies of the initializers' buffers
   for (const auto& [name, t] : m.initializers) known.emplace(name, t);
@@ -161,7 +162,7 @@ PassResult fold_constants(Model& m, const PassHooks& hooks, size_t size_cap, uin
   std::map<std::string, InferredValue> shapes;
   if (hooks.infer_shapes) {
     shapes = hooks.infer_shapes(m);
-    predict_fold(m, shapes, size_cap, extra_budget);
+    predict_fold(m, shapes, size_cap, extra_budget, keep_8bit_dequantize);
   }
   for (int round = 0; round < 32; ++round) {
     bool shape_nodes = std::any_of(m.nodes.begin(), m.nodes.end(), [&](const Node& n) {
@@ -229,6 +230,10 @@ PassResult fold_constants(Model& m, const PassHooks& hooks, size_t size_cap, uin
           }
           ins.push_back(&it->second);
         }
+        // DequantizeLinear of 8-bit weights, left to qdq-fusion.
+        if (all_constant && keep_8bit_dequantize && n.op_type == "DequantizeLinear" && n.domain.empty() && ins[0] &&
+            (ins[0]->dtype() == DType::kInt8 || ins[0]->dtype() == DType::kUint8))
+          all_constant = false;
         // Outputs known to be over the per-node cap are not computed at all.
         if (all_constant) {
           if (std::optional<uint64_t> predicted = outputs_bytes(n, shapes); predicted && *predicted > size_cap) {

@@ -20,6 +20,8 @@ const std::vector<PassInfo>& all_passes() {
       {"identity-elimination", 1, "Identity and inference-mode Dropout removed, consumers rewired"},
       {"dead-node-elimination", 1, "nodes whose outputs reach no graph output removed, unread initializers dropped"},
       {"constant-folding", 1, "nodes with only constant inputs run once at load; their outputs become constants"},
+      {"qdq-fusion", 2, "DequantizeLinear -> Conv/MatMul [-> Relu/Clip] -> QuantizeLinear (int8 QDQ models) rewritten "
+                        "to QLinearConv / QLinearMatMul on the int8 weights"},
       {"conv-bn-folding", 2, "Conv followed by BatchNormalization folded into the Conv's weights and bias"},
       {"batchnorm-as-conv", 3, "BatchNormalization left over (no Conv before it) rewritten to a 1x1 depthwise Conv, "
                                "so activation fusion and the blocked layouts take it"},
@@ -215,7 +217,21 @@ std::vector<PassResult> run_passes(Model& model, const PassOptions& options, con
   spdlog::info("passes: optimisation level {} on {} ({} nodes)", options.level, file, model.nodes.size());
   if (enabled("identity-elimination")) record(eliminate_identities(model));
   if (enabled("dead-node-elimination")) record(eliminate_dead_nodes(model));
-  if (enabled("constant-folding")) record(fold_constants(model, hooks, options.fold_size_cap, options.fold_extra_budget));
+  const bool qdq = enabled("qdq-fusion");
+  if (enabled("constant-folding"))
+    record(fold_constants(model, hooks, options.fold_size_cap, options.fold_extra_budget, /*keep_8bit_dequantize=*/qdq));
+  if (qdq) {
+    PassResult fused = fuse_qdq(model);
+    record(fused);
+    if (fused.changed) {  // the DequantizeLinear nodes the fused ones no longer read: gone before folding
+      PassResult dead = eliminate_dead_nodes(model);
+      if (dead.changed) record(std::move(dead));
+    }
+    if (enabled("constant-folding")) {  // the DequantizeLinear of weights qdq-fusion did not take
+      PassResult again = fold_constants(model, hooks, options.fold_size_cap, options.fold_extra_budget);
+      if (again.changed) record(std::move(again));
+    }
+  }
   if (enabled("conv-bn-folding")) record(fold_conv_batchnorm(model));
   if (enabled("batchnorm-as-conv")) record(convert_batchnorm_to_conv(model, hooks));
   if (enabled("conv-affine-folding")) record(fold_conv_affine(model));

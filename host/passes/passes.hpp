@@ -8,7 +8,10 @@
 //      constant-folding        nodes whose inputs are all constants run once at load (through their kernel);
 //                              their outputs become initializers. Standard domain, deterministic ops only;
 //                              Shape/Size of values whose shape is fully known at load; outputs over 64 MiB kept
-//   2  conv-bn-folding         Conv -> BatchNormalization (inference, constant params) folded into Conv W/B
+//   2  qdq-fusion              DequantizeLinear -> Conv/MatMul [-> Relu/Clip] -> QuantizeLinear (QDQ int8 models)
+//                              rewritten to the standard QLinearConv / QLinearMatMul (qdq_fusion.cpp); runs right
+//                              after constant-folding, which leaves DequantizeLinear of int8 weights to it
+//      conv-bn-folding         Conv -> BatchNormalization (inference, constant params) folded into Conv W/B
 //      conv-add-fusion         Conv -> Add(Z) with Z of the Conv output's shape (a residual) rewritten to
 //                              com.ophost::FusedConv with input Z (y = act(conv(x) + z), a oneDNN sum post-op);
 //                              before conv-activation-fusion, so that an activation after the Add fuses too
@@ -129,8 +132,11 @@ PassResult eliminate_dead_nodes(Model& model);
 // Throws Error(kResourceExhausted) when the folded constants would take more than the model's initializer bytes
 // plus extra_budget: predicted from the inferred shapes before anything is computed, and checked again as
 // nodes are evaluated.
+// keep_8bit_dequantize: DequantizeLinear of int8/uint8 constants stays a node (qdq-fusion runs after, on the int8
+// weights; whatever it leaves is folded by a second run without the flag).
 PassResult fold_constants(Model& model, const PassHooks& hooks, size_t size_cap = size_t{64} << 20,
-                          uint64_t extra_budget = uint64_t{64} << 20);
+                          uint64_t extra_budget = uint64_t{64} << 20, bool keep_8bit_dequantize = false);
+PassResult fuse_qdq(Model& model);
 PassResult fold_conv_batchnorm(Model& model);
 PassResult fuse_conv_add(Model& model, const PassHooks& hooks);
 PassResult fuse_conv_activation(Model& model, const PassHooks& hooks);

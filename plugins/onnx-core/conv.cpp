@@ -187,14 +187,6 @@ constexpr int64_t kHostWinoMinOut = 7;
 constexpr int64_t kHostWino1DMinOut = 4;
 constexpr double kHostWinoMaxWeightBytes = 1e7;
 
-struct Scratch {
-  std::vector<char> buf;
-  char* get(size_t bytes) {
-    if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-    return reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
-  }
-};
-
 class ConvKernel {
  public:
   ConvKernel(const oph::KernelInit& init, bool transpose, bool fused = false)

@@ -62,6 +62,16 @@ oph::Implementation dnnl_implementation(const Cache& cache, const std::string& p
   return out;
 }
 
+// A growing, 64-byte aligned buffer (one per thread: thread_local in the kernels that stage data for oneDNN);
+// get() keeps its bytes only until the next get() with a larger size.
+struct Scratch {
+  std::vector<char> buf;
+  char* get(size_t bytes) {
+    if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+    return reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+  }
+};
+
 // Channel block of the blocked activation layouts (nChw16c / nChw8c) that oneDNN's jit kernels take on the ISA
 // it runs at (after ONEDNN_MAX_CPU_ISA): 16 floats from AVX-512 on, else 8 (AVX2, AVX, SSE4.1).
 inline int dnnl_channel_block() {

@@ -1,0 +1,352 @@
+// onnx-core: ConvInteger (10) and QLinearConv (10) on oneDNN's int8 convolutions (uint8/int8 activations, int8
+// weights, int32 accumulation; VNNI/AMX where the CPU has them, the AVX2 kernels elsewhere).
+//
+// Per node, once: the constant weights become int8 with a zero point of 0 (quant_dnnl.hpp: uint8 weights with
+// zero point 128 are shifted; split in two on ISAs whose kernels would saturate) and are reordered into each
+// primitive's layout when it is built (at load for static shapes). Per run: X (NC[D]HW) is reordered to
+// channels-last, the convolution accumulates (x - x_zero_point) * w in int32 (oneDNN's run-time source zero
+// point; padding contributes 0, as ONNX's x == x_zero_point there), and the int32 result is transposed back to
+// NC[D]HW: ConvInteger's output, or QLinearConv's after the exact ONNX requantization (quant_simd::requantize:
+// round half to even of (acc + B) * x_scale * w_scale / y_scale, plus y_zero_point, saturated).
+// Forms oneDNN cannot run exactly (other weight zero points, weights that are not constant) run the reference
+// loops of quant_ref.cpp, reported as reference by `ophost inspect --kernels` and logged at load.
+#include "common.hpp"
+#include "dnnl_util.hpp"
+#include "quant_dnnl.hpp"
+#include "quant_ref.hpp"
+#include "quant_simd.hpp"
+#include "simd_math.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace onnx_core {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+dt dnnl_type(oph_dtype d) { return d == i8 ? dt::s8 : dt::u8; }
+
+struct QPrim {
+  quant::QConvGeom g;
+  std::vector<int64_t> out_shape;
+  int64_t N = 0, C = 0, M = 0, P = 0;  // batch, input channels, output channels, output pixels per image
+  bool reorder_src = false;            // X's NC[D]HW differs from the channels-last layout the kernel reads
+  memory::desc user_src, src_md, dst_md;  // dst_md: int32, channels-last
+  dnnl::reorder src_r;
+  dnnl::convolution_forward conv1, conv2;  // conv2: the second weight half, summed into conv1's result
+  memory wei1, wei2;
+  size_t scratch_bytes = 0;
+  std::string impl;
+};
+
+class QConvKernel {
+ public:
+  QConvKernel(const oph::KernelInit& init, bool qlinear)
+      : qlinear_(qlinear), op_(qlinear ? "QLinearConv" : "ConvInteger"),
+        attrs_(init.raw()->op, init.raw()->attrs, init.raw()->num_attrs) {
+    const size_t wi = qlinear ? 3 : 1, wzi = qlinear ? 5 : 3;
+    const oph_value_info& x = init.input(0);
+    const oph_value_info& w = init.input(wi);
+    x_dtype_ = x.dtype;
+    // What can be known at load is checked at load (constant scales and zero points, their types and lengths).
+    const size_t M = w.ndim >= 1 && w.shape[0] > 0 ? static_cast<size_t>(w.shape[0]) : 0;
+    if (qlinear) {
+      quant::check_const_scale(init.input(1), op_, "x_scale", 0);
+      quant::check_const_scale(init.input(4), op_, "w_scale", M);
+      quant::check_const_scale(init.input(6), op_, "y_scale", 0);
+      quant::check_const_zero_point(init.input(2), x.dtype, op_, "x_zero_point", 0);
+      quant::check_const_zero_point(init.input(5), w.dtype, op_, "w_zero_point", M);
+    } else {
+      if (init.num_inputs() > 2) quant::check_const_zero_point(init.input(2), x.dtype, op_, "x_zero_point", 0);
+      if (init.num_inputs() > 3) quant::check_const_zero_point(init.input(3), w.dtype, op_, "w_zero_point", M);
+    }
+    std::string why;
+    const auto wzp = init.num_inputs() > wzi ? quant::constant_ints(init.input(wzi)) : std::vector<int32_t>{};
+    if (!w.constant) why = "its weights are not a constant";
+    else if (!wzp) why = "its weight zero point is not a constant";
+    else if (x.ndim >= 0 && (x.ndim < 3 || x.ndim > 5)) why = "oneDNN takes 1-3 spatial dimensions";
+    else {
+      const oph_tensor* t = w.constant;
+      w_shape_.assign(t->shape, t->shape + t->ndim);
+      const size_t n = oph::numel(w_shape_);
+      const auto prepared = quant::int8_weights(static_cast<const char*>(t->data) + t->byte_offset, t->dtype, n, *wzp);
+      if (!prepared)
+        why = "its weight zero point is not 0 (int8 weights) or 128 (uint8 weights), which oneDNN needs";
+      else
+        w_ = *prepared;
+    }
+    if (!why.empty()) {
+      reference_ = true;
+      oph::log(OPH_LOG_INFO, op_ + " '" + init.node_name() + "': reference loops, since " + why);
+      return;
+    }
+    if (x.ndim >= 3 && all_known({x.shape, static_cast<size_t>(x.ndim)})) {
+      std::vector<int64_t> key(x.shape, x.shape + x.ndim);
+      cache_[key] = build(key);
+    }
+  }
+
+  void compute(oph::KernelContext& ctx) {
+    if (reference_) return qlinear_ ? quant::qlinear_conv_ref(ctx) : quant::conv_integer_ref(ctx);
+    oph::TensorRef X = input(ctx, 0, op_);
+    if (!(X.dtype() == x_dtype_)) fail(op_ + ": X is " + oph::dtype_name(X.dtype()) + ", the node was built for " + oph::dtype_name(x_dtype_));
+    std::vector<int64_t> key(X.shape().begin(), X.shape().end());
+    std::shared_ptr<const QPrim> p;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = cache_.find(key); it != cache_.end()) p = it->second;
+    }
+    if (!p) {
+      auto built = build(key);
+      if (is_reference_impl(built->impl))
+        oph::log(OPH_LOG_WARN, op_ + " on X " + shape_str(key) + ": oneDNN has only reference code (" + built->impl +
+                                   ") for this convolution on this CPU; expect it to be 10-100x slower");
+      std::lock_guard lock(mu_);
+      if (cache_.size() > 16) cache_.clear();  // dynamic shapes: keep the cache bounded
+      p = cache_.emplace(key, built).first->second;
+    }
+    oph::TensorRef Y = ensure_output(ctx, 0, p->out_shape, op_);
+    if (!Y.present() || oph::numel(p->out_shape) == 0) return;
+
+    // Zero points and scales (validated here: they may be computed at run time).
+    const oph::TensorRef xz = ctx.input(2);
+    int32_t x_zp = 0;
+    if (xz.present()) {
+      if (xz.size() != 1) fail(op_ + ": x_zero_point must be a scalar (one value), got shape " + shape_str(xz.shape()));
+      if (!(xz.dtype() == X.dtype())) fail(op_ + ": x_zero_point must have X's dtype " + oph::dtype_name(X.dtype()));
+      x_zp = quant::int_at(xz, 0);
+    }
+    const size_t M = static_cast<size_t>(p->M), P = static_cast<size_t>(p->P), N = static_cast<size_t>(p->N);
+    thread_local std::vector<float> scales;
+    thread_local std::vector<int32_t> bias;
+    int32_t y_zp = 0;
+    bool y_signed = false;
+    if (qlinear_) {
+      oph::TensorRef xs = input(ctx, 1, op_), ws = input(ctx, 4, op_), ys = input(ctx, 6, op_), yz = input(ctx, 7, op_);
+      if (xs.size() != 1 || ys.size() != 1 || yz.size() != 1)
+        fail(op_ + ": x_scale, y_scale and y_zero_point must be scalars");
+      if (ws.size() != 1 && ws.size() != M)
+        fail(op_ + ": w_scale must be a scalar or have one value per output channel (" + std::to_string(M) + "), got " +
+             std::to_string(ws.size()));
+      if (!(yz.dtype() == Y.dtype())) fail(op_ + ": y_zero_point must have y's dtype");
+      const float x_scale = quant::float_at(xs, 0), y_scale = quant::float_at(ys, 0);
+      scales.resize(M);
+      for (size_t m = 0; m < M; ++m) scales[m] = x_scale * quant::float_at(ws, ws.size() == 1 ? 0 : m) / y_scale;
+      y_zp = quant::int_at(yz, 0);
+      y_signed = Y.dtype() == i8;
+      bias.assign(M, 0);
+      if (oph::TensorRef B = ctx.input(8); B.present()) {
+        if (B.size() != M || !(B.dtype() == i32))
+          fail(op_ + ": B must be int32 with one value per output channel (" + std::to_string(M) + ")");
+        std::memcpy(bias.data(), B.data(), M * sizeof(int32_t));
+      }
+    }
+
+    auto& eng = cpu_engine();
+    thread_local dnnl::stream stream(eng);
+    thread_local Scratch src_buf, acc_buf, nchw_buf, scratch_buf;
+    set_dnnl_threads();
+    memory user_src(p->user_src, eng, X.data());
+    memory src = user_src;
+    if (p->reorder_src) {
+      src = memory(p->src_md, eng, src_buf.get(p->src_md.get_size()));
+      p->src_r.execute(stream, user_src, src);
+    }
+    const bool direct_out = !qlinear_ && (M == 1 || P == 1);  // ConvInteger whose NCHW and NHWC coincide
+    int32_t* acc = direct_out ? static_cast<int32_t*>(Y.data())
+                              : reinterpret_cast<int32_t*>(acc_buf.get(N * M * P * sizeof(int32_t)));
+    memory dst(p->dst_md, eng, acc);
+    int32_t zp_value = x_zp;
+    memory zp(memory::desc({1}, dt::s32, tag::x), eng, &zp_value);
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src},
+                                            {DNNL_ARG_WEIGHTS, p->wei1},
+                                            {DNNL_ARG_DST, dst},
+                                            {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp}};
+    if (p->scratch_bytes)
+      args[DNNL_ARG_SCRATCHPAD] = memory(memory::desc({static_cast<memory::dim>(p->scratch_bytes)}, dt::u8, tag::x),
+                                         eng, scratch_buf.get(p->scratch_bytes));
+    p->conv1.execute(stream, args);
+    if (p->wei2) {
+      args[DNNL_ARG_WEIGHTS] = p->wei2;
+      p->conv2.execute(stream, args);
+    }
+    stream.wait();
+    if (direct_out) return;
+
+    // int32 [N, P, M] -> [N, M, P] (NC[D]HW), then (QLinearConv) requantized row by row.
+    int32_t* nchw = acc;
+    if (M > 1 && P > 1) {
+      int32_t* t = qlinear_ ? reinterpret_cast<int32_t*>(nchw_buf.get(N * M * P * sizeof(int32_t)))
+                            : static_cast<int32_t*>(Y.data());
+      parallel_for(N, 1, [&](size_t lo, size_t hi) {
+        for (size_t n = lo; n < hi; ++n)
+          simd_math::transpose32(reinterpret_cast<const uint32_t*>(acc + n * P * M), M,
+                                 reinterpret_cast<uint32_t*>(t + n * M * P), P, P, M);
+      });
+      nchw = t;
+    }
+    if (!qlinear_) {
+      if (nchw != Y.data()) std::memcpy(Y.data(), nchw, N * M * P * sizeof(int32_t));
+      return;
+    }
+    char* y = static_cast<char*>(Y.data());
+    const size_t grain = std::max<size_t>(1, kGrain / std::max<size_t>(P, 1));
+    // The calling thread's vectors (thread_local): the team's threads read them through these pointers.
+    const float* sc = scales.data();
+    const int32_t* bi = bias.data();
+    parallel_for(N * M, grain, [&](size_t lo, size_t hi) {
+      for (size_t r = lo; r < hi; ++r) {
+        const size_t m = r % M;
+        quant_simd::requantize(nchw + r * P, P, bi[m], sc[m], y_zp, y_signed, y + r * P);
+      }
+    });
+  }
+
+  oph::Implementation implementation() {
+    if (reference_) return {"reference loops (quant_ref.cpp)", true};
+    std::lock_guard lock(mu_);
+    oph::Implementation impl = dnnl_implementation(cache_, "oneDNN ");
+    if (!impl.name.empty() && w_.split())
+      impl.name += " x2 (weights split in halves: this ISA's int8 kernels saturate 16-bit pair sums)";
+    return impl;
+  }
+
+ private:
+  static memory::dims to_dims(std::span<const int64_t> s) { return memory::dims(s.begin(), s.end()); }
+
+  std::shared_ptr<const QPrim> build(const std::vector<int64_t>& xs) {
+    auto p = std::make_shared<QPrim>();
+    p->g = quant::conv_geom(attrs_.view(), xs, w_shape_, op_);
+    const auto& g = p->g;
+    p->out_shape = g.out;
+    const size_t sp = xs.size() - 2;
+    p->N = xs[0];
+    p->C = xs[1];
+    p->M = w_shape_[0];
+    p->P = oph::numel(std::span<const int64_t>(g.out).subspan(2));
+    if (p->M % g.group) fail(op_ + ": W's output channels are not divisible by group");
+    const tag plain = sp == 1 ? tag::ncw : sp == 2 ? tag::nchw : tag::ncdhw;
+    const tag last = sp == 1 ? tag::nwc : sp == 2 ? tag::nhwc : tag::ndhwc;
+    const dt xdt = dnnl_type(x_dtype_);
+    p->user_src = memory::desc(to_dims(xs), xdt, plain);
+    p->src_md = memory::desc(to_dims(xs), xdt, last);
+    const int64_t in_plane = oph::numel(std::span<const int64_t>(xs).subspan(2));
+    p->reorder_src = !(p->C == 1 || in_plane == 1);
+    p->dst_md = memory::desc(to_dims(g.out), dt::s32, last);
+    memory::dims wdims;
+    tag wtag;
+    if (g.group == 1) {
+      wdims = to_dims(w_shape_);
+      wtag = sp == 1 ? tag::oiw : sp == 2 ? tag::oihw : tag::oidhw;
+    } else {
+      wdims = {g.group, w_shape_[0] / g.group};
+      wdims.insert(wdims.end(), w_shape_.begin() + 1, w_shape_.end());
+      wtag = sp == 1 ? tag::goiw : sp == 2 ? tag::goihw : tag::goidhw;
+    }
+    memory::desc wany(wdims, dt::s8, tag::any), wuser(wdims, dt::s8, wtag);
+    memory::dims strides = to_dims(g.strides), dil(sp), pl(sp), pr(sp);
+    for (size_t i = 0; i < sp; ++i) {
+      dil[i] = g.dilations[i] - 1;
+      pl[i] = g.pads[i];
+      pr[i] = g.pads[i + sp];
+    }
+    auto& eng = cpu_engine();
+    set_dnnl_threads();
+    dnnl::primitive_attr attr;
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                      p->src_md, wany, p->dst_md, strides, dil, pl, pr);
+    dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+    p->impl = pd.impl_info_str();
+    p->scratch_bytes = pd.scratchpad_desc().get_size();
+    p->conv1 = dnnl::convolution_forward(pd);
+    dnnl::stream s(eng);
+    auto reorder_weights = [&](const std::vector<int8_t>& host, const memory::desc& want) {
+      memory from(wuser, eng, const_cast<int8_t*>(host.data())), to(want, eng);
+      dnnl::reorder(from, to).execute(s, from, to);
+      s.wait();
+      return to;
+    };
+    p->wei1 = reorder_weights(w_.w1, pd.weights_desc());
+    if (w_.split()) {
+      dnnl::post_ops po;
+      po.append_sum(1.0f);
+      dnnl::primitive_attr attr2 = attr;
+      attr2.set_post_ops(po);
+      dnnl::convolution_forward::primitive_desc pd2(d, attr2, eng);
+      if (pd2.weights_desc() != pd.weights_desc())
+        fail(op_ + ": oneDNN chose different weight layouts for the two halves (internal)", OPH_CODE_INTERNAL);
+      p->scratch_bytes = std::max(p->scratch_bytes, pd2.scratchpad_desc().get_size());
+      p->conv2 = dnnl::convolution_forward(pd2);
+      p->wei2 = reorder_weights(w_.w2, pd.weights_desc());
+      if (std::string(pd2.impl_info_str()) != p->impl) p->impl += " + " + std::string(pd2.impl_info_str());
+    }
+    if (p->reorder_src) p->src_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_src, eng, p->src_md));
+    return p;
+  }
+
+  bool qlinear_;
+  std::string op_;
+  oph::AttrStore attrs_;
+  oph_dtype x_dtype_{};
+  std::vector<int64_t> w_shape_;
+  quant::Int8Weights w_;
+  bool reference_ = false;
+  std::mutex mu_;
+  std::map<std::vector<int64_t>, std::shared_ptr<const QPrim>> cache_;
+};
+
+struct ConvIntegerK : QConvKernel {
+  explicit ConvIntegerK(const oph::KernelInit& i) : QConvKernel(i, false) {}
+};
+struct QLinearConvK : QConvKernel {
+  explicit QLinearConvK(const oph::KernelInit& i) : QConvKernel(i, true) {}
+};
+
+void register_qconv(oph::Pack& pack) {
+  auto& ci = pack.op(kDomain, "ConvInteger")
+                 .versions(10, OPH_OPSET_MAX)
+                 .doc("integer convolution with zero points, int32 accumulation (oneDNN int8)")
+                 .input("x", "T1")
+                 .input("w", "T2")
+                 .optional_input("x_zero_point", "T1")
+                 .optional_input("w_zero_point", "T2")
+                 .output("y", "T3")
+                 .types("T3", {i32});
+  quant::conv_attrs(ci);
+  ci.infer([](oph::InferContext& c) { quant::conv_infer(c, 0, 1, i32); }).kernel<ConvIntegerK>();
+  add_types(ci, "T1", {i8, u8});
+  add_types(ci, "T2", {i8, u8});
+
+  auto& qc = pack.op(kDomain, "QLinearConv")
+                 .versions(10, OPH_OPSET_MAX)
+                 .doc("quantized convolution (oneDNN int8, exact ONNX requantization)")
+                 .input("x", "T1")
+                 .input("x_scale", "tensor(float)")
+                 .input("x_zero_point", "T1")
+                 .input("w", "T2")
+                 .input("w_scale", "tensor(float)")
+                 .input("w_zero_point", "T2")
+                 .input("y_scale", "tensor(float)")
+                 .input("y_zero_point", "T3")
+                 .optional_input("B", "T4")
+                 .output("y", "T3")
+                 .types("tensor(float)", {f32})
+                 .types("T4", {i32});
+  quant::conv_attrs(qc);
+  qc.infer([](oph::InferContext& c) { quant::conv_infer(c, 0, 3, c.input_dtype(7)); }).kernel<QLinearConvK>();
+  for (const char* t : {"T1", "T2", "T3"}) add_types(qc, t, {i8, u8});
+}
+
+}  // namespace
+
+static const Family kFamily("qconv", &register_qconv);
+
+}  // namespace onnx_core

@@ -1,0 +1,218 @@
+// onnx-core: Highway kernels of quant_simd.hpp, compiled once per target (foreach_target.h re-includes this file).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "quant_simd.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/highway.h>
+
+#include "quant_simd.hpp"
+#include "simd_targets.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+HWY_BEFORE_NAMESPACE();
+namespace onnx_core::quant_simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Stores int32 lanes v (already clamped to the 8-bit type's range) as `n` bytes at y.
+template <class DI>
+HWY_INLINE void StoreBytes(DI di, hn::VFromD<DI> v, bool is_signed, void* y, size_t n) {
+  const hn::Rebind<uint8_t, DI> du8;
+  const hn::Rebind<int8_t, DI> di8;
+  if (is_signed) {
+    auto b = hn::DemoteTo(di8, v);
+    if (n == hn::Lanes(di)) hn::StoreU(b, di8, static_cast<int8_t*>(y));
+    else {
+      HWY_ALIGN int8_t buf[HWY_MAX_BYTES / 4];
+      hn::Store(b, di8, buf);
+      std::memcpy(y, buf, n);
+    }
+  } else {
+    auto b = hn::DemoteTo(du8, v);
+    if (n == hn::Lanes(di)) hn::StoreU(b, du8, static_cast<uint8_t*>(y));
+    else {
+      HWY_ALIGN uint8_t buf[HWY_MAX_BYTES / 4];
+      hn::Store(b, du8, buf);
+      std::memcpy(y, buf, n);
+    }
+  }
+}
+
+// round-half-even(q) + zp, clamped to [lo, hi]; NaN gives lo. q's magnitude is clamped first so that the
+// conversion to int32 cannot overflow.
+template <class DF, class DI>
+HWY_INLINE hn::VFromD<DI> RoundAddClamp(DF df, DI di, hn::VFromD<DF> q, hn::VFromD<DI> zp, hn::VFromD<DI> lo,
+                                        hn::VFromD<DI> hi) {
+  const auto big = hn::Set(df, 1e9f);
+  const auto nan = hn::IsNaN(q);
+  q = hn::Min(hn::Max(q, hn::Neg(big)), big);
+  auto r = hn::Add(hn::NearestInt(q), zp);
+  r = hn::Min(hn::Max(r, lo), hi);
+  return hn::IfThenElse(hn::RebindMask(di, nan), lo, r);
+}
+
+void QuantizeImpl(const float* x, size_t n, float scale, int32_t zp, bool is_signed, void* y) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const size_t N = hn::Lanes(df);
+  const auto s = hn::Set(df, scale);
+  const auto z = hn::Set(di, zp), lo = hn::Set(di, is_signed ? -128 : 0), hi = hn::Set(di, is_signed ? 127 : 255);
+  char* yb = static_cast<char*>(y);
+  for (size_t i = 0; i < n; i += N) {
+    const size_t m = std::min(N, n - i);
+    hn::VFromD<decltype(df)> v;
+    if (m == N) v = hn::LoadU(df, x + i);
+    else {
+      HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
+      std::memcpy(buf, x + i, m * sizeof(float));
+      v = hn::Load(df, buf);
+    }
+    StoreBytes(di, RoundAddClamp(df, di, hn::Div(v, s), z, lo, hi), is_signed, yb + i, m);
+  }
+}
+
+void DequantizeImpl(const void* x, bool is_signed, size_t n, float scale, int32_t zp, float* y) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(di)> du8;
+  const hn::Rebind<int8_t, decltype(di)> di8;
+  const size_t N = hn::Lanes(df);
+  const auto s = hn::Set(df, scale);
+  const auto z = hn::Set(di, zp);
+  const char* xb = static_cast<const char*>(x);
+  size_t i = 0;
+  auto one = [&](const void* p) {
+    const auto w = is_signed ? hn::PromoteTo(di, hn::LoadU(di8, static_cast<const int8_t*>(p)))
+                             : hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<decltype(di)>(),
+                                                             hn::LoadU(du8, static_cast<const uint8_t*>(p))));
+    return hn::Mul(hn::ConvertTo(df, hn::Sub(w, z)), s);
+  };
+  for (; i + N <= n; i += N) hn::StoreU(one(xb + i), df, y + i);
+  if (i < n) {
+    HWY_ALIGN char in[HWY_MAX_BYTES / sizeof(float)] = {};
+    HWY_ALIGN float out[HWY_MAX_BYTES / sizeof(float)];
+    std::memcpy(in, xb + i, n - i);
+    hn::Store(one(in), df, out);
+    std::memcpy(y + i, out, (n - i) * sizeof(float));
+  }
+}
+
+void RequantizeImpl(const int32_t* acc, size_t n, int32_t bias, float scale, int32_t zp, bool is_signed, void* y) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const size_t N = hn::Lanes(df);
+  const auto s = hn::Set(df, scale);
+  const auto b = hn::Set(di, bias), z = hn::Set(di, zp);
+  const auto lo = hn::Set(di, is_signed ? -128 : 0), hi = hn::Set(di, is_signed ? 127 : 255);
+  char* yb = static_cast<char*>(y);
+  for (size_t i = 0; i < n; i += N) {
+    const size_t m = std::min(N, n - i);
+    hn::VFromD<decltype(di)> a;
+    if (m == N) a = hn::LoadU(di, acc + i);
+    else {
+      HWY_ALIGN int32_t buf[HWY_MAX_BYTES / sizeof(int32_t)] = {};
+      std::memcpy(buf, acc + i, m * sizeof(int32_t));
+      a = hn::Load(di, buf);
+    }
+    const auto q = hn::Mul(hn::ConvertTo(df, hn::Add(a, b)), s);
+    StoreBytes(di, RoundAddClamp(df, di, q, z, lo, hi), is_signed, yb + i, m);
+  }
+}
+
+void RequantizeColsImpl(const int32_t* acc, size_t n, const int32_t* bias, const float* scale, int32_t zp,
+                        bool is_signed, void* y) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const size_t N = hn::Lanes(df);
+  const auto z = hn::Set(di, zp);
+  const auto lo = hn::Set(di, is_signed ? -128 : 0), hi = hn::Set(di, is_signed ? 127 : 255);
+  char* yb = static_cast<char*>(y);
+  for (size_t i = 0; i < n; i += N) {
+    const size_t m = std::min(N, n - i);
+    HWY_ALIGN int32_t ab[HWY_MAX_BYTES / sizeof(int32_t)] = {}, bb[HWY_MAX_BYTES / sizeof(int32_t)] = {};
+    HWY_ALIGN float sb[HWY_MAX_BYTES / sizeof(float)] = {};
+    hn::VFromD<decltype(di)> a, bv = hn::Zero(di);
+    hn::VFromD<decltype(df)> s;
+    if (m == N) {
+      a = hn::LoadU(di, acc + i);
+      if (bias) bv = hn::LoadU(di, bias + i);
+      s = hn::LoadU(df, scale + i);
+    } else {
+      std::memcpy(ab, acc + i, m * sizeof(int32_t));
+      if (bias) std::memcpy(bb, bias + i, m * sizeof(int32_t));
+      std::memcpy(sb, scale + i, m * sizeof(float));
+      a = hn::Load(di, ab);
+      bv = hn::Load(di, bb);
+      s = hn::Load(df, sb);
+    }
+    const auto q = hn::Mul(hn::ConvertTo(df, hn::Add(a, bv)), s);
+    StoreBytes(di, RoundAddClamp(df, di, q, z, lo, hi), is_signed, yb + i, m);
+  }
+}
+
+void MinMaxImpl(const float* x, size_t n, float* lo, float* hi) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  // NaN lanes are replaced by the first value that is not NaN (or NaN when there is none).
+  size_t first = 0;
+  while (first < n && std::isnan(x[first])) ++first;
+  const float fill = first < n ? x[first] : std::numeric_limits<float>::quiet_NaN();
+  auto vlo = hn::Set(df, fill), vhi = vlo;
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    auto v = hn::LoadU(df, x + i);
+    v = hn::IfThenElse(hn::IsNaN(v), hn::Set(df, fill), v);
+    vlo = hn::Min(vlo, v);
+    vhi = hn::Max(vhi, v);
+  }
+  float l = hn::GetLane(hn::MinOfLanes(df, vlo)), h = hn::GetLane(hn::MaxOfLanes(df, vhi));
+  for (; i < n; ++i) {
+    if (std::isnan(x[i])) continue;
+    l = std::min(l, x[i]);
+    h = std::max(h, x[i]);
+  }
+  *lo = l;
+  *hi = h;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace onnx_core::quant_simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace onnx_core::quant_simd {
+
+HWY_EXPORT(QuantizeImpl);
+HWY_EXPORT(DequantizeImpl);
+HWY_EXPORT(RequantizeImpl);
+HWY_EXPORT(RequantizeColsImpl);
+HWY_EXPORT(MinMaxImpl);
+
+void quantize(const float* x, size_t n, float scale, int32_t zp, bool is_signed, void* y) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(QuantizeImpl)(x, n, scale, zp, is_signed, y);
+}
+void dequantize(const void* x, bool is_signed, size_t n, float scale, int32_t zp, float* y) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(DequantizeImpl)(x, is_signed, n, scale, zp, y);
+}
+void requantize(const int32_t* acc, size_t n, int32_t bias, float scale, int32_t zp, bool is_signed, void* y) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(RequantizeImpl)(acc, n, bias, scale, zp, is_signed, y);
+}
+void requantize_cols(const int32_t* acc, size_t n, const int32_t* bias, const float* scale, int32_t zp,
+                     bool is_signed, void* y) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(RequantizeColsImpl)(acc, n, bias, scale, zp, is_signed, y);
+}
+void min_max(const float* x, size_t n, float* lo, float* hi) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(MinMaxImpl)(x, n, lo, hi);
+}
+
+}  // namespace onnx_core::quant_simd
+#endif  // HWY_ONCE
