@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace onnx_core {
 namespace {
@@ -36,8 +37,12 @@ struct QPrim {
   quant::QConvGeom g;
   std::vector<int64_t> out_shape;
   int64_t N = 0, C = 0, M = 0, P = 0;  // batch, input channels, output channels, output pixels per image
+  // Output channels in the accumulator: G groups of Mgp channels, the first Mg of each real (Mgp > Mg: a grouped
+  // convolution padded with zero filters to 8 per group, for which oneDNN has jit kernels on AVX2).
+  int64_t G = 1, Mg = 0, Mgp = 0;
   bool reorder_src = false;            // X's NC[D]HW differs from the channels-last layout the kernel reads
-  memory::desc user_src, src_md, dst_md;  // dst_md: int32, channels-last
+  memory::desc user_src, src_md, dst_md;  // src_md: uint8, channels-last; dst_md: int32, channels-last
+  memory::desc staged_md;                  // X's dtype, channels-last: what the reorder writes
   dnnl::reorder src_r;
   dnnl::convolution_forward conv1, conv2;  // conv2: the second weight half, summed into conv1's result
   memory wei1, wei2;
@@ -75,7 +80,12 @@ class QConvKernel {
       const oph_tensor* t = w.constant;
       w_shape_.assign(t->shape, t->shape + t->ndim);
       const size_t n = oph::numel(w_shape_);
-      const auto prepared = quant::int8_weights(static_cast<const char*>(t->data) + t->byte_offset, t->dtype, n, *wzp);
+      // Depthwise (one input and one output channel per group): oneDNN's kernel adds each product in 32 bits,
+      // exact on every ISA, so its weights are never split.
+      const int64_t group = attrs_.view().get<int64_t>("group");
+      const bool depthwise = t->ndim >= 3 && t->shape[1] == 1 && group > 1 && t->shape[0] == group;
+      const auto prepared = quant::int8_weights(static_cast<const char*>(t->data) + t->byte_offset, t->dtype, n,
+                                                *wzp, !depthwise);
       if (!prepared)
         why = "its weight zero point is not 0 (int8 weights) or 128 (uint8 weights), which oneDNN needs";
       else
@@ -150,17 +160,34 @@ class QConvKernel {
 
     auto& eng = cpu_engine();
     thread_local dnnl::stream stream(eng);
-    thread_local Scratch src_buf, acc_buf, nchw_buf, scratch_buf;
+    thread_local Scratch src_buf, acc_buf, scratch_buf;
     set_dnnl_threads();
     memory user_src(p->user_src, eng, X.data());
-    memory src = user_src;
-    if (p->reorder_src) {
-      src = memory(p->src_md, eng, src_buf.get(p->src_md.get_size()));
-      p->src_r.execute(stream, user_src, src);
+    memory src(p->src_md, eng, X.data());
+    const bool shift = x_dtype_ == i8;  // int8 X runs as uint8: x + 128, zero point + 128 (see build)
+    if (p->reorder_src || shift) {
+      uint8_t* staged = reinterpret_cast<uint8_t*>(src_buf.get(p->src_md.get_size()));
+      if (p->reorder_src) {
+        memory to(p->staged_md, eng, staged);
+        p->src_r.execute(stream, user_src, to);
+        stream.wait();
+      } else {
+        std::memcpy(staged, X.data(), p->src_md.get_size());
+      }
+      if (shift) {
+        const size_t bytes = p->src_md.get_size();
+        parallel_for(bytes, kGrain * 4, [staged](size_t lo, size_t hi) {
+          for (size_t i = lo; i < hi; ++i) staged[i] ^= 0x80u;
+        });
+        x_zp += 128;
+      }
+      src = memory(p->src_md, eng, staged);
     }
-    const bool direct_out = !qlinear_ && (M == 1 || P == 1);  // ConvInteger whose NCHW and NHWC coincide
+    const bool padded = p->Mgp != p->Mg;
+    const size_t Mp = static_cast<size_t>(p->G * p->Mgp);  // channels in the accumulator
+    const bool direct_out = !qlinear_ && !padded && (M == 1 || P == 1);  // ConvInteger: NCHW == NHWC here
     int32_t* acc = direct_out ? static_cast<int32_t*>(Y.data())
-                              : reinterpret_cast<int32_t*>(acc_buf.get(N * M * P * sizeof(int32_t)));
+                              : reinterpret_cast<int32_t*>(acc_buf.get(N * Mp * P * sizeof(int32_t)));
     memory dst(p->dst_md, eng, acc);
     int32_t zp_value = x_zp;
     memory zp(memory::desc({1}, dt::s32, tag::x), eng, &zp_value);
@@ -179,31 +206,53 @@ class QConvKernel {
     stream.wait();
     if (direct_out) return;
 
-    // int32 [N, P, M] -> [N, M, P] (NC[D]HW), then (QLinearConv) requantized row by row.
-    int32_t* nchw = acc;
-    if (M > 1 && P > 1) {
-      int32_t* t = qlinear_ ? reinterpret_cast<int32_t*>(nchw_buf.get(N * M * P * sizeof(int32_t)))
-                            : static_cast<int32_t*>(Y.data());
+    if (!qlinear_ && !padded) {  // int32 [N, P, M] -> [N, M, P] (NC[D]HW) into Y
+      int32_t* y = static_cast<int32_t*>(Y.data());
       parallel_for(N, 1, [&](size_t lo, size_t hi) {
         for (size_t n = lo; n < hi; ++n)
           simd_math::transpose32(reinterpret_cast<const uint32_t*>(acc + n * P * M), M,
-                                 reinterpret_cast<uint32_t*>(t + n * M * P), P, P, M);
+                                 reinterpret_cast<uint32_t*>(y + n * M * P), P, P, M);
       });
-      nchw = t;
-    }
-    if (!qlinear_) {
-      if (nchw != Y.data()) std::memcpy(Y.data(), nchw, N * M * P * sizeof(int32_t));
       return;
     }
+    // The int32 [N, P, Mp] requantized (QLinearConv) or copied (ConvInteger) into Y [N, M, P], a tile of pixels at a
+    // time (transposed into a small buffer, then row by row): acc is read once, Y written once.
     char* y = static_cast<char*>(Y.data());
-    const size_t grain = std::max<size_t>(1, kGrain / std::max<size_t>(P, 1));
-    // The calling thread's vectors (thread_local): the team's threads read them through these pointers.
-    const float* sc = scales.data();
+    const float* sc = scales.data();  // the calling thread's (thread_local) vectors, read by the team's threads
     const int32_t* bi = bias.data();
-    parallel_for(N * M, grain, [&](size_t lo, size_t hi) {
-      for (size_t r = lo; r < hi; ++r) {
-        const size_t m = r % M;
-        quant_simd::requantize(nchw + r * P, P, bi[m], sc[m], y_zp, y_signed, y + r * P);
+    if (qlinear_ && !padded && (M == 1 || P == 1)) {  // the layouts coincide: [N, P] or [N, M] rows
+      parallel_for(N * M * P, kGrain, [&](size_t lo, size_t hi) {
+        for (size_t i = lo; i < hi;) {  // runs of one channel
+          const size_t m = M == 1 ? 0 : i % M, len = M == 1 ? hi - i : 1;
+          quant_simd::requantize(acc + i, len, bi[m], sc[m], y_zp, y_signed, y + i);
+          i += len;
+        }
+      });
+      return;
+    }
+    constexpr size_t kTile = 64;
+    const size_t tiles = (P + kTile - 1) / kTile;
+    const size_t G = static_cast<size_t>(p->G), Mg = static_cast<size_t>(p->Mg), Mgp = static_cast<size_t>(p->Mgp);
+    const bool qlinear = qlinear_;
+    parallel_for(N * tiles, std::max<size_t>(1, kGrain / (kTile * Mp)), [&](size_t lo, size_t hi) {
+      thread_local Scratch tile_buf;
+      int32_t* t = reinterpret_cast<int32_t*>(tile_buf.get(Mp * kTile * sizeof(int32_t)));
+      for (size_t k = lo; k < hi; ++k) {
+        const size_t n = k / tiles, p0 = (k % tiles) * kTile, len = std::min(kTile, P - p0);
+        simd_math::transpose32(reinterpret_cast<const uint32_t*>(acc + (n * P + p0) * Mp), Mp,
+                               reinterpret_cast<uint32_t*>(t), kTile, len, Mp);
+        for (size_t g = 0; g < G; ++g) {
+          const int32_t* rows = t + g * Mgp * kTile;
+          const size_t m0 = g * Mg;
+          if (qlinear) {
+            quant_simd::requantize_tile(rows, Mg, kTile, len, bi + m0, sc + m0, y_zp, y_signed,
+                                        y + ((n * M + m0) * P + p0), P);
+          } else {
+            int32_t* yi = reinterpret_cast<int32_t*>(y);
+            for (size_t j = 0; j < Mg; ++j)
+              std::memcpy(yi + (n * M + m0 + j) * P + p0, rows + j * kTile, len * sizeof(int32_t));
+          }
+        }
       }
     });
   }
@@ -233,23 +282,17 @@ class QConvKernel {
     if (p->M % g.group) fail(op_ + ": W's output channels are not divisible by group");
     const tag plain = sp == 1 ? tag::ncw : sp == 2 ? tag::nchw : tag::ncdhw;
     const tag last = sp == 1 ? tag::nwc : sp == 2 ? tag::nhwc : tag::ndhwc;
+    // An int8 X is shifted to uint8 (x + 128, zero point + 128: x - zp unchanged) before the convolution: oneDNN's
+    // int8-source path without VNNI halves the weights ("scale adjust") and is not exact, and its depthwise
+    // kernel was wrong for int8 sources (tests/data/onnx_core/make_quant_cases.py).
     const dt xdt = dnnl_type(x_dtype_);
     p->user_src = memory::desc(to_dims(xs), xdt, plain);
-    p->src_md = memory::desc(to_dims(xs), xdt, last);
+    p->staged_md = memory::desc(to_dims(xs), xdt, last);
+    p->src_md = memory::desc(to_dims(xs), dt::u8, last);
     const int64_t in_plane = oph::numel(std::span<const int64_t>(xs).subspan(2));
     p->reorder_src = !(p->C == 1 || in_plane == 1);
-    p->dst_md = memory::desc(to_dims(g.out), dt::s32, last);
-    memory::dims wdims;
-    tag wtag;
-    if (g.group == 1) {
-      wdims = to_dims(w_shape_);
-      wtag = sp == 1 ? tag::oiw : sp == 2 ? tag::oihw : tag::oidhw;
-    } else {
-      wdims = {g.group, w_shape_[0] / g.group};
-      wdims.insert(wdims.end(), w_shape_.begin() + 1, w_shape_.end());
-      wtag = sp == 1 ? tag::goiw : sp == 2 ? tag::goihw : tag::goidhw;
-    }
-    memory::desc wany(wdims, dt::s8, tag::any), wuser(wdims, dt::s8, wtag);
+    p->G = g.group;
+    p->Mg = p->Mgp = p->M / g.group;
     memory::dims strides = to_dims(g.strides), dil(sp), pl(sp), pr(sp);
     for (size_t i = 0; i < sp; ++i) {
       dil[i] = g.dilations[i] - 1;
@@ -261,15 +304,56 @@ class QConvKernel {
     dnnl::primitive_attr attr;
     attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                      p->src_md, wany, p->dst_md, strides, dil, pl, pr);
-    dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+    // The descriptors for Mgp output channels per group (Mgp = Mg: the convolution as it is).
+    memory::dims wdims;
+    tag wtag;
+    std::optional<dnnl::convolution_forward::desc> d;
+    auto describe = [&](int64_t mgp) {
+      std::vector<int64_t> out = g.out;
+      out[1] = g.group * mgp;
+      p->dst_md = memory::desc(to_dims(out), dt::s32, last);
+      if (g.group == 1) {
+        wdims = {mgp};
+        wdims.insert(wdims.end(), w_shape_.begin() + 1, w_shape_.end());
+        wtag = sp == 1 ? tag::oiw : sp == 2 ? tag::oihw : tag::oidhw;
+      } else {
+        wdims = {g.group, mgp};
+        wdims.insert(wdims.end(), w_shape_.begin() + 1, w_shape_.end());
+        wtag = sp == 1 ? tag::goiw : sp == 2 ? tag::goihw : tag::goidhw;
+      }
+      d.emplace(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, p->src_md,
+                memory::desc(wdims, dt::s8, tag::any), p->dst_md, strides, dil, pl, pr);
+      return dnnl::convolution_forward::primitive_desc(*d, attr, eng);
+    };
+    dnnl::convolution_forward::primitive_desc pd = describe(p->Mg);
+    // A grouped convolution oneDNN has only reference code for (on AVX2: output channels per group not a multiple
+    // of 8): padded with zero filters to 8 per group, whose outputs are dropped.
+    if (is_reference_impl(pd.impl_info_str()) && g.group > 1 && p->Mg % 8 != 0) {
+      auto padded = describe((p->Mg + 7) / 8 * 8);
+      if (!is_reference_impl(padded.impl_info_str())) {
+        pd = padded;
+        p->Mgp = (p->Mg + 7) / 8 * 8;
+      } else {
+        pd = describe(p->Mg);
+      }
+    }
+    const memory::desc wuser(wdims, dt::s8, wtag);
     p->impl = pd.impl_info_str();
     p->scratch_bytes = pd.scratchpad_desc().get_size();
     p->conv1 = dnnl::convolution_forward(pd);
     dnnl::stream s(eng);
     auto reorder_weights = [&](const std::vector<int8_t>& host, const memory::desc& want) {
-      memory from(wuser, eng, const_cast<int8_t*>(host.data())), to(want, eng);
+      std::vector<int8_t> padded;  // each group's Mg filters, then Mgp - Mg zero filters
+      const int8_t* src = host.data();
+      if (p->Mgp != p->Mg) {
+        const size_t filter = host.size() / static_cast<size_t>(p->M);
+        padded.assign(static_cast<size_t>(p->G * p->Mgp) * filter, 0);
+        for (int64_t gi = 0; gi < p->G; ++gi)
+          std::memcpy(padded.data() + static_cast<size_t>(gi * p->Mgp) * filter,
+                      host.data() + static_cast<size_t>(gi * p->Mg) * filter, static_cast<size_t>(p->Mg) * filter);
+        src = padded.data();
+      }
+      memory from(wuser, eng, const_cast<int8_t*>(src)), to(want, eng);
       dnnl::reorder(from, to).execute(s, from, to);
       s.wait();
       return to;
@@ -280,7 +364,7 @@ class QConvKernel {
       po.append_sum(1.0f);
       dnnl::primitive_attr attr2 = attr;
       attr2.set_post_ops(po);
-      dnnl::convolution_forward::primitive_desc pd2(d, attr2, eng);
+      dnnl::convolution_forward::primitive_desc pd2(*d, attr2, eng);
       if (pd2.weights_desc() != pd.weights_desc())
         fail(op_ + ": oneDNN chose different weight layouts for the two halves (internal)", OPH_CODE_INTERNAL);
       p->scratch_bytes = std::max(p->scratch_bytes, pd2.scratchpad_desc().get_size());
@@ -288,7 +372,7 @@ class QConvKernel {
       p->wei2 = reorder_weights(w_.w2, pd.weights_desc());
       if (std::string(pd2.impl_info_str()) != p->impl) p->impl += " + " + std::string(pd2.impl_info_str());
     }
-    if (p->reorder_src) p->src_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_src, eng, p->src_md));
+    if (p->reorder_src) p->src_r = dnnl::reorder(dnnl::reorder::primitive_desc(eng, p->user_src, eng, p->staged_md));
     return p;
   }
 

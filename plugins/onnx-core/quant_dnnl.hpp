@@ -46,8 +46,10 @@ struct Int8Weights {
 // The weights (n values of dtype int8 or uint8) with zero points `zp` (every value of a per-tensor or per-channel
 // zero point; empty = 0), or nullopt when oneDNN cannot take them exactly: int8 weights need zero points of 0,
 // uint8 weights zero points of 128 (w - 128 is then an int8 value).
+// `may_split` false: never split (a kernel that does not pair products in 16 bits: oneDNN's depthwise int8
+// convolution multiplies and adds each tap in 32 bits).
 inline std::optional<Int8Weights> int8_weights(const void* data, oph_dtype dtype, size_t n,
-                                               const std::vector<int32_t>& zp) {
+                                               const std::vector<int32_t>& zp, bool may_split = true) {
   const bool is_signed = dtype == i8;
   if (!is_signed && !(dtype == u8)) return std::nullopt;
   const int32_t want = is_signed ? 0 : 128;
@@ -61,7 +63,7 @@ inline std::optional<Int8Weights> int8_weights(const void* data, oph_dtype dtype
     w.w1[i] = static_cast<int8_t>(v);
     fits = fits && v >= -64 && v <= 64;
   }
-  if (!fits && !int8_exact_isa()) {
+  if (!fits && may_split && !int8_exact_isa()) {
     w.w2.resize(n);
     for (size_t i = 0; i < n; ++i) {
       const int8_t v = w.w1[i];

@@ -42,17 +42,15 @@ HWY_INLINE void StoreBytes(DI di, hn::VFromD<DI> v, bool is_signed, void* y, siz
   }
 }
 
-// round-half-even(q) + zp, clamped to [lo, hi]; NaN gives lo. q's magnitude is clamped first so that the
-// conversion to int32 cannot overflow.
+// round-half-even(q) + zp, clamped to [lo, hi]; NaN gives lo. q is clamped in float first to [lo - zp, hi - zp]
+// (so the conversion cannot overflow and needs no integer clamp after it): the result is the same, since
+// rounding is monotonic and lo - zp, hi - zp are integers.
 template <class DF, class DI>
-HWY_INLINE hn::VFromD<DI> RoundAddClamp(DF df, DI di, hn::VFromD<DF> q, hn::VFromD<DI> zp, hn::VFromD<DI> lo,
-                                        hn::VFromD<DI> hi) {
-  const auto big = hn::Set(df, 1e9f);
-  const auto nan = hn::IsNaN(q);
-  q = hn::Min(hn::Max(q, hn::Neg(big)), big);
-  auto r = hn::Add(hn::NearestInt(q), zp);
-  r = hn::Min(hn::Max(r, lo), hi);
-  return hn::IfThenElse(hn::RebindMask(di, nan), lo, r);
+HWY_INLINE hn::VFromD<DI> RoundAddClamp(DF df, DI, hn::VFromD<DF> q, hn::VFromD<DI> zp, hn::VFromD<DF> qlo,
+                                        hn::VFromD<DF> qhi) {
+  // Max(q, qlo) with q NaN gives qlo on x86 (the second operand); then Min keeps it.
+  q = hn::Min(hn::Max(hn::IfThenElse(hn::IsNaN(q), qlo, q), qlo), qhi);
+  return hn::Add(hn::NearestInt(q), zp);
 }
 
 void QuantizeImpl(const float* x, size_t n, float scale, int32_t zp, bool is_signed, void* y) {
@@ -60,7 +58,9 @@ void QuantizeImpl(const float* x, size_t n, float scale, int32_t zp, bool is_sig
   const hn::RebindToSigned<decltype(df)> di;
   const size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, scale);
-  const auto z = hn::Set(di, zp), lo = hn::Set(di, is_signed ? -128 : 0), hi = hn::Set(di, is_signed ? 127 : 255);
+  const auto z = hn::Set(di, zp);
+  const auto lo = hn::Set(df, static_cast<float>((is_signed ? -128 : 0) - zp));
+  const auto hi = hn::Set(df, static_cast<float>((is_signed ? 127 : 255) - zp));
   char* yb = static_cast<char*>(y);
   for (size_t i = 0; i < n; i += N) {
     const size_t m = std::min(N, n - i);
@@ -107,7 +107,8 @@ void RequantizeImpl(const int32_t* acc, size_t n, int32_t bias, float scale, int
   const size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, scale);
   const auto b = hn::Set(di, bias), z = hn::Set(di, zp);
-  const auto lo = hn::Set(di, is_signed ? -128 : 0), hi = hn::Set(di, is_signed ? 127 : 255);
+  const auto lo = hn::Set(df, static_cast<float>((is_signed ? -128 : 0) - zp));
+  const auto hi = hn::Set(df, static_cast<float>((is_signed ? 127 : 255) - zp));
   char* yb = static_cast<char*>(y);
   for (size_t i = 0; i < n; i += N) {
     const size_t m = std::min(N, n - i);
@@ -129,7 +130,8 @@ void RequantizeColsImpl(const int32_t* acc, size_t n, const int32_t* bias, const
   const hn::RebindToSigned<decltype(df)> di;
   const size_t N = hn::Lanes(df);
   const auto z = hn::Set(di, zp);
-  const auto lo = hn::Set(di, is_signed ? -128 : 0), hi = hn::Set(di, is_signed ? 127 : 255);
+  const auto lo = hn::Set(df, static_cast<float>((is_signed ? -128 : 0) - zp));
+  const auto hi = hn::Set(df, static_cast<float>((is_signed ? 127 : 255) - zp));
   char* yb = static_cast<char*>(y);
   for (size_t i = 0; i < n; i += N) {
     const size_t m = std::min(N, n - i);
@@ -152,6 +154,12 @@ void RequantizeColsImpl(const int32_t* acc, size_t n, const int32_t* bias, const
     const auto q = hn::Mul(hn::ConvertTo(df, hn::Add(a, bv)), s);
     StoreBytes(di, RoundAddClamp(df, di, q, z, lo, hi), is_signed, yb + i, m);
   }
+}
+
+void RequantizeTileImpl(const int32_t* t, size_t rows, size_t ld, size_t len, const int32_t* bias,
+                        const float* scale, int32_t zp, bool is_signed, char* y, size_t y_ld) {
+  for (size_t r = 0; r < rows; ++r)
+    RequantizeImpl(t + r * ld, len, bias[r], scale[r], zp, is_signed, y + r * y_ld);
 }
 
 void MinMaxImpl(const float* x, size_t n, float* lo, float* hi) {
@@ -191,6 +199,7 @@ HWY_EXPORT(DequantizeImpl);
 HWY_EXPORT(RequantizeImpl);
 HWY_EXPORT(RequantizeColsImpl);
 HWY_EXPORT(MinMaxImpl);
+HWY_EXPORT(RequantizeTileImpl);
 
 void quantize(const float* x, size_t n, float scale, int32_t zp, bool is_signed, void* y) {
   cap_simd_targets();
@@ -208,6 +217,11 @@ void requantize_cols(const int32_t* acc, size_t n, const int32_t* bias, const fl
                      bool is_signed, void* y) {
   cap_simd_targets();
   HWY_DYNAMIC_DISPATCH(RequantizeColsImpl)(acc, n, bias, scale, zp, is_signed, y);
+}
+void requantize_tile(const int32_t* t, size_t rows, size_t ld, size_t len, const int32_t* bias, const float* scale,
+                     int32_t zp, bool is_signed, void* y, size_t y_ld) {
+  cap_simd_targets();
+  HWY_DYNAMIC_DISPATCH(RequantizeTileImpl)(t, rows, ld, len, bias, scale, zp, is_signed, static_cast<char*>(y), y_ld);
 }
 void min_max(const float* x, size_t n, float* lo, float* hi) {
   cap_simd_targets();

@@ -23,6 +23,10 @@ void requantize(const int32_t* acc, size_t n, int32_t bias, float scale, int32_t
 // their own scale (and bias: null for none).
 void requantize_cols(const int32_t* acc, size_t n, const int32_t* bias, const float* scale, int32_t zp,
                      bool is_signed, void* y);
+// requantize() of `rows` rows of `len` values, row r at t + r * ld with bias[r] and scale[r], written to
+// y + r * y_ld (one dispatch for a tile of a channels-first output).
+void requantize_tile(const int32_t* t, size_t rows, size_t ld, size_t len, const int32_t* bias, const float* scale,
+                     int32_t zp, bool is_signed, void* y, size_t y_ld);
 // The least and greatest of x[0, n) (n >= 1); NaN is ignored unless every value is NaN.
 void min_max(const float* x, size_t n, float* lo, float* hi);
 
