@@ -17,6 +17,8 @@ using passes::Uses;
 
 const std::vector<PassInfo>& all_passes() {
   static const std::vector<PassInfo> kPasses = {
+      {"float16-promotion", 1, "a float16/bfloat16 graph runs in float32: half-precision constants converted once, "
+                               "graph inputs and outputs cast once at the edges"},
       {"identity-elimination", 1, "Identity and inference-mode Dropout removed, consumers rewired"},
       {"dead-node-elimination", 1, "nodes whose outputs reach no graph output removed, unread initializers dropped"},
       {"constant-folding", 1, "nodes with only constant inputs run once at load; their outputs become constants"},
@@ -215,6 +217,7 @@ std::vector<PassResult> run_passes(Model& model, const PassOptions& options, con
   const std::string file = model.path.string();
   if (options.level == 0) return results;
   spdlog::info("passes: optimisation level {} on {} ({} nodes)", options.level, file, model.nodes.size());
+  if (enabled("float16-promotion")) record(promote_float16(model));
   if (enabled("identity-elimination")) record(eliminate_identities(model));
   if (enabled("dead-node-elimination")) record(eliminate_dead_nodes(model));
   const bool qdq = enabled("qdq-fusion");

@@ -2,7 +2,10 @@
 //
 // Each pass has a name (for --disable-pass / SessionOptions::disabled_passes) and the optimisation level from
 // which it runs. The default level is 3 (everything). Levels:
-//   1  identity-elimination    Identity, and Dropout in inference mode (mask unused), removed; consumers rewired
+//   1  float16-promotion       a float16/bfloat16 graph promoted to float32 once (initializers, Constant values,
+//                              Cast targets; half-precision graph inputs/outputs cast once at the edges), since
+//                              onnx-core's kernels are float32 (float16_promotion.cpp)
+//      identity-elimination    Identity, and Dropout in inference mode (mask unused), removed; consumers rewired
 //      dead-node-elimination   nodes none of whose outputs reach a graph output removed (and initializers that
 //                              nothing reads any more)
 //      constant-folding        nodes whose inputs are all constants run once at load (through their kernel);
@@ -137,6 +140,7 @@ PassResult eliminate_dead_nodes(Model& model);
 PassResult fold_constants(Model& model, const PassHooks& hooks, size_t size_cap = size_t{64} << 20,
                           uint64_t extra_budget = uint64_t{64} << 20, bool keep_8bit_dequantize = false);
 PassResult fuse_qdq(Model& model);
+PassResult promote_float16(Model& model);
 PassResult fold_conv_batchnorm(Model& model);
 PassResult fuse_conv_add(Model& model, const PassHooks& hooks);
 PassResult fuse_conv_activation(Model& model, const PassHooks& hooks);
