@@ -8,7 +8,8 @@
 //       becomes QLinearMatMul(a_q, ...) -> y_q
 //
 // Conditions (anything else stays as it is and runs correctly in float32):
-//  - activation scales and zero points are constant scalars; the weights are an int8/uint8 initializer whose
+//  - activation scales and zero points are constant scalars (the input's zero point present: it gives the
+//    quantized type); the weights are an int8/uint8 initializer whose
 //    scale is a scalar or per output channel (Conv: axis 0; MatMul: per column, axis 1 of a 2-D B);
 //  - Conv's bias is a float constant (PyTorch and ONNX Runtime write it as DequantizeLinear of int32 with scale
 //    x_scale * w_scale, which constant-folding has turned into float): it becomes int32 again as
@@ -154,7 +155,8 @@ struct Fuser {
     int r = sole_reader(op.outputs[0]);
     if (r < 0) return -1;
     const Node* next = &m.nodes[r];
-    if (is_op(*next, "Relu") || is_op(*next, "Clip")) {
+    if ((is_op(*next, "Relu") || is_op(*next, "Clip")) && next->outputs.size() == 1 && !next->inputs.empty() &&
+        next->inputs[0] == op.outputs[0]) {
       *act = r;
       r = sole_reader(next->outputs[0]);
       if (r < 0) return -1;
@@ -197,13 +199,15 @@ struct Fuser {
     const Node* wdq = producer(conv.inputs[1]);
     if (!xdq || !wdq || !is_op(*xdq, "DequantizeLinear") || !is_op(*wdq, "DequantizeLinear")) return;
     auto xq = qparams(m, *xdq), wq = qparams(m, *wdq);
-    if (!xq || !wq || !xq->scalar()) return;
+    // (x's own zero point: without one x may be int8 or uint8, which only the value's type would tell)
+    if (!xq || !wq || !xq->scalar() || !xq->zp) return;
     const Tensor* w = find_initializer(m, wdq->inputs[0]);
     if (!w || !is_8bit(w->dtype()) || w->shape().size() < 3) return;
     const int64_t M = w->shape()[0];
+    const DType wtype = w->dtype();  // (w points into m.initializers, which grows below)
     if (wq->scale.size() != 1 && (static_cast<int64_t>(wq->scale.size()) != M || !(wq->axis == 0 || wq->axis == -static_cast<int64_t>(w->shape().size()))))
       return;
-    if (wq->zp && wq->zp->dtype() != w->dtype()) return;
+    if (wq->zp && wq->zp->dtype() != wtype) return;
     int act = -1;
     const int qi = output_chain(conv, &act);
     if (qi < 0) return;
@@ -228,7 +232,7 @@ struct Fuser {
     f.name = passes::fused_node_name(conv.name, "QLinearConv");
     f.op_type = "QLinearConv";
     f.inputs = {xdq->inputs[0], xdq->inputs[1], zero_point(*xdq, xq->type, 1), wdq->inputs[0], wdq->inputs[1],
-                zero_point(*wdq, w->dtype(), wq->scale.size()), q.inputs[1], zero_point(q, yq->type, 1)};
+                zero_point(*wdq, wtype, wq->scale.size()), q.inputs[1], zero_point(q, yq->type, 1)};
     if (!bias.empty()) f.inputs.push_back(bias);
     f.outputs = {q.outputs[0]};
     for (const Attribute& a : conv.attributes) f.attributes.push_back(a);
@@ -249,13 +253,14 @@ struct Fuser {
     const Node* bdq = producer(mm.inputs[1]);
     if (!adq || !bdq || !is_op(*adq, "DequantizeLinear") || !is_op(*bdq, "DequantizeLinear")) return;
     auto aq = qparams(m, *adq), bq = qparams(m, *bdq);
-    if (!aq || !bq || !aq->scalar()) return;
+    if (!aq || !bq || !aq->scalar() || !aq->zp) return;
     const Tensor* b = find_initializer(m, bdq->inputs[0]);
     if (!b || !is_8bit(b->dtype()) || b->shape().size() != 2) return;
     const int64_t N = b->shape()[1];
+    const DType btype = b->dtype();  // (b points into m.initializers, which grows below)
     if (bq->scale.size() != 1 && (static_cast<int64_t>(bq->scale.size()) != N || !(bq->axis == 1 || bq->axis == -1)))
       return;
-    if (bq->zp && bq->zp->dtype() != b->dtype()) return;
+    if (bq->zp && bq->zp->dtype() != btype) return;
     int act = -1;
     const int qi = output_chain(mm, &act);
     if (qi < 0) return;
@@ -265,7 +270,7 @@ struct Fuser {
     f.name = passes::fused_node_name(mm.name, "QLinearMatMul");
     f.op_type = "QLinearMatMul";
     f.inputs = {adq->inputs[0], adq->inputs[1], zero_point(*adq, aq->type, 1), bdq->inputs[0], bdq->inputs[1],
-                zero_point(*bdq, b->dtype(), bq->scale.size()), q.inputs[1], zero_point(q, yq->type, 1)};
+                zero_point(*bdq, btype, bq->scale.size()), q.inputs[1], zero_point(q, yq->type, 1)};
     f.outputs = {q.outputs[0]};
     removed.insert(mi);
     removed.insert(static_cast<size_t>(qi));
