@@ -40,6 +40,7 @@ inline bool int8_exact_isa() {
 // where int8_exact_isa() is false and some |w| > 64 (see the top of this file).
 struct Int8Weights {
   std::vector<int8_t> w1, w2;  // w2 empty: not split
+  bool fits7 = true;           // every |w| <= 64: no 16-bit pair sum can saturate, whatever the activations
   bool split() const { return !w2.empty(); }
 };
 
@@ -63,6 +64,7 @@ inline std::optional<Int8Weights> int8_weights(const void* data, oph_dtype dtype
     w.w1[i] = static_cast<int8_t>(v);
     fits = fits && v >= -64 && v <= 64;
   }
+  w.fits7 = fits;
   if (!fits && may_split && !int8_exact_isa()) {
     w.w2.resize(n);
     for (size_t i = 0; i < n; ++i) {
