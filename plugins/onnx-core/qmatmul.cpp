@@ -153,11 +153,16 @@ class QMatMulKernel {
       uint8_t* two = reinterpret_cast<uint8_t*>(a_buf2.get(2 * R * K));
       const uint8_t* s = static_cast<const uint8_t*>(a);
       parallel_for(R, std::max<size_t>(1, kGrain / K), [&](size_t lo, size_t hi) {
-        for (size_t r = lo; r < hi; ++r)
+        for (size_t r = lo; r < hi; ++r) {
+          // (restrict: uint8_t stores may alias anything, which keeps the compiler from vectorising the loop)
+          const uint8_t* __restrict in = s + r * K;
+          uint8_t* __restrict out_h = two + 2 * r * K;
+          uint8_t* __restrict out_l = out_h + K;
           for (size_t k = 0; k < K; ++k) {
-            two[2 * r * K + k] = static_cast<uint8_t>(s[r * K + k] >> 1);
-            two[(2 * r + 1) * K + k] = static_cast<uint8_t>(s[r * K + k] & 1u);
+            out_h[k] = static_cast<uint8_t>(in[k] >> 1);
+            out_l[k] = static_cast<uint8_t>(in[k] & 1u);
           }
+        }
       });
       a = two;
       prim_acc = reinterpret_cast<int32_t*>(acc2_buf.get(2 * R * N * sizeof(int32_t)));
