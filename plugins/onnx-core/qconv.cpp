@@ -190,21 +190,8 @@ class QConvKernel {
     int32_t* acc = direct_out ? static_cast<int32_t*>(Y.data())
                               : reinterpret_cast<int32_t*>(acc_buf.get(N * Mp * P * sizeof(int32_t)));
     memory dst(p->dst_md, eng, acc);
-    int32_t zp_value = x_zp;
-    memory zp(memory::desc({1}, dt::s32, tag::x), eng, &zp_value);
-    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src},
-                                            {DNNL_ARG_WEIGHTS, p->wei1},
-                                            {DNNL_ARG_DST, dst},
-                                            {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp}};
-    if (p->scratch_bytes)
-      args[DNNL_ARG_SCRATCHPAD] = memory(memory::desc({static_cast<memory::dim>(p->scratch_bytes)}, dt::u8, tag::x),
-                                         eng, scratch_buf.get(p->scratch_bytes));
-    p->conv1.execute(stream, args);
-    if (p->wei2) {
-      args[DNNL_ARG_WEIGHTS] = p->wei2;
-      p->conv2.execute(stream, args);
-    }
-    stream.wait();
+    quant::run_int8(p->conv1, p->wei1, p->wei2 ? &p->conv2 : nullptr, p->wei2, src, dst, x_zp, p->scratch_bytes, stream,
+                    scratch_buf);
     if (direct_out) return;
 
     if (!qlinear_ && !padded) {  // int32 [N, P, M] -> [N, M, P] (NC[D]HW) into Y
@@ -342,22 +329,15 @@ class QConvKernel {
     p->impl = pd.impl_info_str();
     p->scratch_bytes = pd.scratchpad_desc().get_size();
     p->conv1 = dnnl::convolution_forward(pd);
-    dnnl::stream s(eng);
+    // Each group's Mg filters, then Mgp - Mg zero filters, when the groups are padded.
     auto reorder_weights = [&](const std::vector<int8_t>& host, const memory::desc& want) {
-      std::vector<int8_t> padded;  // each group's Mg filters, then Mgp - Mg zero filters
-      const int8_t* src = host.data();
-      if (p->Mgp != p->Mg) {
-        const size_t filter = host.size() / static_cast<size_t>(p->M);
-        padded.assign(static_cast<size_t>(p->G * p->Mgp) * filter, 0);
-        for (int64_t gi = 0; gi < p->G; ++gi)
-          std::memcpy(padded.data() + static_cast<size_t>(gi * p->Mgp) * filter,
-                      host.data() + static_cast<size_t>(gi * p->Mg) * filter, static_cast<size_t>(p->Mg) * filter);
-        src = padded.data();
-      }
-      memory from(wuser, eng, const_cast<int8_t*>(src)), to(want, eng);
-      dnnl::reorder(from, to).execute(s, from, to);
-      s.wait();
-      return to;
+      if (p->Mgp == p->Mg) return quant::reorder_int8_weights(host.data(), wuser, want);
+      const size_t filter = host.size() / static_cast<size_t>(p->M);
+      std::vector<int8_t> padded(static_cast<size_t>(p->G * p->Mgp) * filter, 0);
+      for (int64_t gi = 0; gi < p->G; ++gi)
+        std::memcpy(padded.data() + static_cast<size_t>(gi * p->Mgp) * filter,
+                    host.data() + static_cast<size_t>(gi * p->Mg) * filter, static_cast<size_t>(p->Mg) * filter);
+      return quant::reorder_int8_weights(padded.data(), wuser, want);
     };
     p->wei1 = reorder_weights(w_.w1, pd.weights_desc());
     if (w_.split()) {

@@ -34,8 +34,8 @@ using dt = memory::data_type;
 // as fast for many.
 struct MMPrim {
   int64_t rows = 0;
-  dnnl::convolution_forward mm1, mm2;  // mm2: the second weight half, summed into mm1's result
-  memory wei1, wei2;
+  dnnl::convolution_forward mm;
+  memory wei;
   size_t scratch_bytes = 0;
   std::string impl;
 };
@@ -169,21 +169,7 @@ class QMatMulKernel {
     }
     memory src(memory::desc({1, K_, prim_rows, 1}, dt::u8, tag::nhwc), eng, const_cast<void*>(a));
     memory dst(memory::desc({1, N_, prim_rows, 1}, dt::s32, tag::nhwc), eng, prim_acc);
-    int32_t zp_value = split_a_ ? 0 : a_zp;
-    memory zp(memory::desc({1}, dt::s32, tag::x), eng, &zp_value);
-    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src},
-                                            {DNNL_ARG_WEIGHTS, p->wei1},
-                                            {DNNL_ARG_DST, dst},
-                                            {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp}};
-    if (p->scratch_bytes)
-      args[DNNL_ARG_SCRATCHPAD] = memory(memory::desc({static_cast<memory::dim>(p->scratch_bytes)}, dt::u8, tag::x),
-                                         eng, scratch_buf.get(p->scratch_bytes));
-    p->mm1.execute(stream, args);
-    if (p->wei2) {
-      args[DNNL_ARG_WEIGHTS] = p->wei2;
-      p->mm2.execute(stream, args);
-    }
-    stream.wait();
+    quant::run_int8(p->mm, p->wei, nullptr, {}, src, dst, split_a_ ? 0 : a_zp, p->scratch_bytes, stream, scratch_buf);
     if (split_a_) {
       const int32_t* sums = col_sums_.data();
       parallel_for(R, std::max<size_t>(1, kGrain / N), [&](size_t lo, size_t hi) {
@@ -256,27 +242,8 @@ class QMatMulKernel {
     dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
     p->impl = pd.impl_info_str();
     p->scratch_bytes = pd.scratchpad_desc().get_size();
-    p->mm1 = dnnl::convolution_forward(pd);
-    dnnl::stream s(eng);
-    auto reorder_weights = [&](const std::vector<int8_t>& host, const memory::desc& want) {
-      memory from(wuser, eng, const_cast<int8_t*>(host.data())), to(want, eng);
-      dnnl::reorder(from, to).execute(s, from, to);
-      s.wait();
-      return to;
-    };
-    p->wei1 = reorder_weights(w_.w1, pd.weights_desc());
-    if (w_.split()) {
-      dnnl::post_ops po;
-      po.append_sum(1.0f);
-      dnnl::primitive_attr attr2 = attr;
-      attr2.set_post_ops(po);
-      dnnl::convolution_forward::primitive_desc pd2(d, attr2, eng);
-      if (pd2.weights_desc() != pd.weights_desc())
-        fail(op_ + ": oneDNN chose different weight layouts for the two halves (internal)", OPH_CODE_INTERNAL);
-      p->scratch_bytes = std::max(p->scratch_bytes, pd2.scratchpad_desc().get_size());
-      p->mm2 = dnnl::convolution_forward(pd2);
-      p->wei2 = reorder_weights(w_.w2, pd.weights_desc());
-    }
+    p->mm = dnnl::convolution_forward(pd);
+    p->wei = quant::reorder_int8_weights(w_.w1.data(), wuser, pd.weights_desc());
     return p;
   }
 

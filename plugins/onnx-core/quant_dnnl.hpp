@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace onnx_core::quant {
@@ -75,6 +76,44 @@ inline std::optional<Int8Weights> int8_weights(const void* data, oph_dtype dtype
     }
   }
   return w;
+}
+
+// Constant int8 weights (at host, laid out as `from`) reordered into `want`, a primitive's weights layout; once,
+// when the primitive is built.
+inline dnnl::memory reorder_int8_weights(const int8_t* host, const dnnl::memory::desc& from,
+                                         const dnnl::memory::desc& want) {
+  auto& eng = cpu_engine();
+  dnnl::stream s(eng);
+  dnnl::memory src(from, eng, const_cast<int8_t*>(host)), dst(want, eng);
+  dnnl::reorder(src, dst).execute(s, src, dst);
+  s.wait();
+  return dst;
+}
+
+// Runs `first` on src, wei and dst (int32) with the run-time source zero point `zp` and its scratchpad (user mode,
+// `scratch_bytes` from `scratch`); then, when `second` is given, the same with the second weight half `wei2`
+// (second's sum post-op adds it to dst). Waits for both.
+inline void run_int8(const dnnl::primitive& first, const dnnl::memory& wei, const dnnl::primitive* second,
+                     const dnnl::memory& wei2, const dnnl::memory& src, const dnnl::memory& dst, int32_t zp,
+                     size_t scratch_bytes, dnnl::stream& stream, Scratch& scratch) {
+  using dnnl::memory;
+  auto& eng = cpu_engine();
+  int32_t zp_value = zp;
+  memory zpm(memory::desc({1}, memory::data_type::s32, memory::format_tag::x), eng, &zp_value);
+  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src},
+                                          {DNNL_ARG_WEIGHTS, wei},
+                                          {DNNL_ARG_DST, dst},
+                                          {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zpm}};
+  if (scratch_bytes)
+    args[DNNL_ARG_SCRATCHPAD] = memory(memory::desc({static_cast<memory::dim>(scratch_bytes)}, memory::data_type::u8,
+                                                    memory::format_tag::x),
+                                       eng, scratch.get(scratch_bytes));
+  first.execute(stream, args);
+  if (second) {
+    args[DNNL_ARG_WEIGHTS] = wei2;
+    second->execute(stream, args);
+  }
+  stream.wait();
 }
 
 // The integer values of a small constant tensor (zero points), or nullopt when it is not a constant of an 8/32-bit

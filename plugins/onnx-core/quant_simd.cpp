@@ -53,6 +53,16 @@ HWY_INLINE hn::VFromD<DI> RoundAddClamp(DF df, DI, hn::VFromD<DF> q, hn::VFromD<
   return hn::Add(hn::NearestInt(q), zp);
 }
 
+// The first m (<= Lanes) elements at p, the other lanes 0: a whole vector when m is, else through a buffer (no read
+// past p + m).
+template <class D, class T>
+HWY_INLINE hn::VFromD<D> LoadPartial(D d, const T* p, size_t m) {
+  if (m == hn::Lanes(d)) return hn::LoadU(d, p);
+  HWY_ALIGN T buf[HWY_MAX_BYTES / sizeof(T)] = {};
+  std::memcpy(buf, p, m * sizeof(T));
+  return hn::Load(d, buf);
+}
+
 void QuantizeImpl(const float* x, size_t n, float scale, int32_t zp, bool is_signed, void* y) {
   const hn::ScalableTag<float> df;
   const hn::RebindToSigned<decltype(df)> di;
@@ -64,14 +74,7 @@ void QuantizeImpl(const float* x, size_t n, float scale, int32_t zp, bool is_sig
   char* yb = static_cast<char*>(y);
   for (size_t i = 0; i < n; i += N) {
     const size_t m = std::min(N, n - i);
-    hn::VFromD<decltype(df)> v;
-    if (m == N) v = hn::LoadU(df, x + i);
-    else {
-      HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
-      std::memcpy(buf, x + i, m * sizeof(float));
-      v = hn::Load(df, buf);
-    }
-    StoreBytes(di, RoundAddClamp(df, di, hn::Div(v, s), z, lo, hi), is_signed, yb + i, m);
+    StoreBytes(di, RoundAddClamp(df, di, hn::Div(LoadPartial(df, x + i, m), s), z, lo, hi), is_signed, yb + i, m);
   }
 }
 
@@ -112,14 +115,7 @@ void RequantizeImpl(const int32_t* acc, size_t n, int32_t bias, float scale, int
   char* yb = static_cast<char*>(y);
   for (size_t i = 0; i < n; i += N) {
     const size_t m = std::min(N, n - i);
-    hn::VFromD<decltype(di)> a;
-    if (m == N) a = hn::LoadU(di, acc + i);
-    else {
-      HWY_ALIGN int32_t buf[HWY_MAX_BYTES / sizeof(int32_t)] = {};
-      std::memcpy(buf, acc + i, m * sizeof(int32_t));
-      a = hn::Load(di, buf);
-    }
-    const auto q = hn::Mul(hn::ConvertTo(df, hn::Add(a, b)), s);
+    const auto q = hn::Mul(hn::ConvertTo(df, hn::Add(LoadPartial(di, acc + i, m), b)), s);
     StoreBytes(di, RoundAddClamp(df, di, q, z, lo, hi), is_signed, yb + i, m);
   }
 }
@@ -135,22 +131,9 @@ void RequantizeColsImpl(const int32_t* acc, size_t n, const int32_t* bias, const
   char* yb = static_cast<char*>(y);
   for (size_t i = 0; i < n; i += N) {
     const size_t m = std::min(N, n - i);
-    HWY_ALIGN int32_t ab[HWY_MAX_BYTES / sizeof(int32_t)] = {}, bb[HWY_MAX_BYTES / sizeof(int32_t)] = {};
-    HWY_ALIGN float sb[HWY_MAX_BYTES / sizeof(float)] = {};
-    hn::VFromD<decltype(di)> a, bv = hn::Zero(di);
-    hn::VFromD<decltype(df)> s;
-    if (m == N) {
-      a = hn::LoadU(di, acc + i);
-      if (bias) bv = hn::LoadU(di, bias + i);
-      s = hn::LoadU(df, scale + i);
-    } else {
-      std::memcpy(ab, acc + i, m * sizeof(int32_t));
-      if (bias) std::memcpy(bb, bias + i, m * sizeof(int32_t));
-      std::memcpy(sb, scale + i, m * sizeof(float));
-      a = hn::Load(di, ab);
-      bv = hn::Load(di, bb);
-      s = hn::Load(df, sb);
-    }
+    const auto a = LoadPartial(di, acc + i, m);
+    const auto bv = bias ? LoadPartial(di, bias + i, m) : hn::Zero(di);
+    const auto s = LoadPartial(df, scale + i, m);
     const auto q = hn::Mul(hn::ConvertTo(df, hn::Add(a, bv)), s);
     StoreBytes(di, RoundAddClamp(df, di, q, z, lo, hi), is_signed, yb + i, m);
   }

@@ -43,6 +43,20 @@ AxisSplit split_for(std::span<const int64_t> xs, const oph::TensorRef& scale, in
   return s;
 }
 
+// Runs f(base, n, d) over [0, outer * dim * inner) in chunks of at most kGrain elements, each inside one
+// (outer, axis) block whose axis index is d: the quantization parameters of a chunk are those of d.
+template <class F>
+void for_each_axis_chunk(const AxisSplit& s, F&& f) {
+  const size_t chunk = std::max<size_t>(1, std::min(s.inner, kGrain));
+  const size_t per_block = (s.inner + chunk - 1) / chunk;
+  parallel_for(s.outer * s.dim * per_block, 1, [&](size_t lo, size_t hi) {
+    for (size_t t = lo; t < hi; ++t) {
+      const size_t blk = t / per_block, d = blk % s.dim, i0 = (t % per_block) * chunk;
+      f(blk * s.inner + i0, std::min(chunk, s.inner - i0), d);
+    }
+  });
+}
+
 void check_zp(const oph::TensorRef& zp, const oph::TensorRef& scale, const std::string& op) {
   if (zp.present() && zp.size() != scale.size())
     fail(op + ": zero point has " + std::to_string(zp.size()) + " values but scale has " + std::to_string(scale.size()));
@@ -63,14 +77,8 @@ void quantize_compute(oph::KernelContext& ctx, bool has_axis) {
   if (x.dtype() == f32) {  // vectorised, in chunks of one (outer, axis) block each
     const float* xp = static_cast<const float*>(x.data());
     char* yp = static_cast<char*>(y.data());
-    const size_t chunk = std::max<size_t>(1, std::min(s.inner, kGrain));
-    const size_t per_block = (s.inner + chunk - 1) / chunk;
-    parallel_for(s.outer * s.dim * per_block, 1, [&](size_t lo, size_t hi) {
-      for (size_t t = lo; t < hi; ++t) {
-        const size_t blk = t / per_block, d = blk % s.dim, i0 = (t % per_block) * chunk;
-        const size_t base = blk * s.inner + i0, n = std::min(chunk, s.inner - i0);
-        quant_simd::quantize(xp + base, n, float_at(sc, d), zp.present() ? int_at(zp, d) : 0, is_signed, yp + base);
-      }
+    for_each_axis_chunk(s, [&](size_t base, size_t n, size_t d) {
+      quant_simd::quantize(xp + base, n, float_at(sc, d), zp.present() ? int_at(zp, d) : 0, is_signed, yp + base);
     });
     return;
   }
@@ -111,14 +119,8 @@ void dequantize_compute(oph::KernelContext& ctx, bool has_axis) {
   if (x.dtype() == u8 || x.dtype() == i8) {  // vectorised, in chunks of one (outer, axis) block each
     const char* xp = static_cast<const char*>(x.data());
     const bool is_signed = x.dtype() == i8;
-    const size_t chunk = std::max<size_t>(1, std::min(s.inner, kGrain));
-    const size_t per_block = (s.inner + chunk - 1) / chunk;
-    parallel_for(s.outer * s.dim * per_block, 1, [&](size_t lo, size_t hi) {
-      for (size_t t = lo; t < hi; ++t) {
-        const size_t blk = t / per_block, d = blk % s.dim, i0 = (t % per_block) * chunk;
-        const size_t base = blk * s.inner + i0, n = std::min(chunk, s.inner - i0);
-        quant_simd::dequantize(xp + base, is_signed, n, float_at(sc, d), zp.present() ? int_at(zp, d) : 0, yp + base);
-      }
+    for_each_axis_chunk(s, [&](size_t base, size_t n, size_t d) {
+      quant_simd::dequantize(xp + base, is_signed, n, float_at(sc, d), zp.present() ? int_at(zp, d) : 0, yp + base);
     });
     return;
   }
