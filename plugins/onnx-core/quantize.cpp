@@ -99,7 +99,43 @@ void quantize_compute(oph::KernelContext& ctx, bool has_axis) {
   });
 }
 
-void quantize_infer(oph::InferContext& c) {
+// What can be known at load about (De)QuantizeLinear's parameters, checked at load: a constant scale's values
+// (finite, > 0), the axis against x's rank, and a per-axis scale's / zero point's length against that axis.
+void check_qparams(const oph::InferContext& c, const std::string& op, bool has_axis) {
+  const char* scale_name = op == "QuantizeLinear" ? "y_scale" : "x_scale";
+  const char* zp_name = op == "QuantizeLinear" ? "y_zero_point" : "x_zero_point";
+  const oph_tensor* sc = c.input_constant(1);
+  size_t n = 0;
+  if (sc) {
+    n = oph::numel({sc->shape, static_cast<size_t>(sc->ndim)});
+    if (sc->dtype == f32) {
+      const float* f = reinterpret_cast<const float*>(static_cast<const char*>(sc->data) + sc->byte_offset);
+      for (size_t i = 0; i < n; ++i)
+        if (!(f[i] > 0) || !std::isfinite(f[i]))
+          fail(op + ": " + scale_name + "[" + std::to_string(i) + "] is " + std::to_string(f[i]) +
+               "; a quantization scale must be a finite positive number (re-export or re-quantize the model)");
+    }
+  }
+  if (c.has_input(2) && c.input_rank_known(1) && c.input_rank_known(2)) {
+    const int64_t a = product_or_unknown(c.input_shape(1)), b = product_or_unknown(c.input_shape(2));
+    if (a >= 0 && b >= 0 && a != b)
+      fail(op + ": " + zp_name + " has " + std::to_string(b) + " values but " + scale_name + " has " +
+           std::to_string(a) + "; they must match (one per channel of the axis, or one each)");
+  }
+  if (!has_axis || !c.input_rank_known(0) || !sc || n <= 1) return;
+  const auto xs = c.input_shape(0);
+  const int64_t rank = static_cast<int64_t>(xs.size());
+  const int64_t axis = c.attrs().get<int64_t>("axis");
+  if (axis < -rank || axis >= rank)
+    fail(op + ": axis " + std::to_string(axis) + " is out of range for x of rank " + std::to_string(rank));
+  const int64_t dim = xs[axis < 0 ? axis + rank : axis];
+  if (dim >= 0 && static_cast<int64_t>(n) != dim)
+    fail(op + ": the per-axis " + scale_name + " has " + std::to_string(n) + " values but axis " +
+         std::to_string(axis) + " of x has " + std::to_string(dim) + "; give one per channel of that axis or set axis");
+}
+
+void quantize_infer(oph::InferContext& c, bool has_axis) {
+  check_qparams(c, "QuantizeLinear", has_axis);
   oph_dtype out = c.has_input(2) ? c.input_dtype(2) : u8;
   if (!c.input_rank_known(0)) return c.set_output_unknown_rank(0, out);
   c.set_output(0, out, c.input_shape(0));
@@ -182,7 +218,7 @@ void register_quantize(oph::Pack& pack) {
     if (has_axis) q.attr("axis", int64_t{1});
     add_types(q, "T1", {f32, i32});
     q.types("tensor(float)", {f32}).types("T2", {i8, u8});
-    q.infer(&quantize_infer).compute([has_axis](oph::KernelContext& ctx) { quantize_compute(ctx, has_axis); });
+    q.infer([has_axis](oph::InferContext& c) { quantize_infer(c, has_axis); }).compute([has_axis](oph::KernelContext& ctx) { quantize_compute(ctx, has_axis); });
 
     auto& d = pack.op(kDomain, "DequantizeLinear")
                   .versions(since, since == 10 ? 12 : 18)
@@ -194,7 +230,8 @@ void register_quantize(oph::Pack& pack) {
     if (has_axis) d.attr("axis", int64_t{1});
     add_types(d, "T", {i8, u8, i32});
     d.types("tensor(float)", {f32});
-    d.infer([](oph::InferContext& c) {
+    d.infer([has_axis](oph::InferContext& c) {
+       check_qparams(c, "DequantizeLinear", has_axis);
        if (!c.input_rank_known(0)) return c.set_output_unknown_rank(0, f32);
        c.set_output(0, f32, c.input_shape(0));
      }).compute([has_axis](oph::KernelContext& ctx) { dequantize_compute(ctx, has_axis); });

@@ -224,7 +224,7 @@ def build_model(name, nodes, inputs, inits, outputs, opset=13):
 
 class Case:
     def __init__(self, name, model, inputs, refs, compare=None, expect_ops=(), forbid_ops=(), onednn=True,
-                 reference_ops=(), fused_ref=None, note=""):
+                 reference_ops=(), fused_ref=None, note="", error=None):
         self.name, self.model, self.inputs, self.refs = name, model, inputs, refs
         # compare: output name -> "exact" | "float" | "step1"
         self.compare = compare or {n: ("float" if a.dtype == np.float32 else "exact") for n, a in refs}
@@ -233,6 +233,7 @@ class Case:
         self.reference_ops = list(reference_ops)  # ops that must report REFERENCE
         self.fused_ref = fused_ref
         self.note = note
+        self.error = error  # a model ophost must refuse at load: every string here must be in its message
 
 
 # ----- QLinearConv / ConvInteger -----
@@ -712,8 +713,57 @@ def qdq_cases():
     ]
 
 
+# ----- bad quantization parameters: refused at load, naming the node, the input and the fix -----
+
+def error_cases():
+    """Models with quantization parameters no runtime can honour; ophost must refuse each at load (non-zero exit)
+    with a message that names the node and the input (the strings listed per case)."""
+    out = []
+    f32 = lambda a: numpy_helper.from_array(np.asarray(a, np.float32))
+
+    def one(name, node, inits, x_shape, x_type, error):
+        g = helper.make_graph([node], name, [helper.make_tensor_value_info("X", x_type, x_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        x = np.zeros(x_shape, np.float32 if x_type == TensorProto.FLOAT else np.uint8)
+        out.append(Case(name, m, [("X", x)], [], error=error))
+
+    def tensor(name, arr):
+        t = numpy_helper.from_array(np.asarray(arr))
+        t.name = name
+        return t
+
+    q = lambda scale, zp, **kw: helper.make_node("QuantizeLinear", ["X", "s", "z"], ["y"], name="q_node", **kw)
+    one("error_quantize_zero_scale", q(0, 0), [tensor("s", np.float32(0)), tensor("z", np.uint8(0))],
+        [2, 3], TensorProto.FLOAT, ["q_node", "y_scale[0] is 0", "finite positive"])
+    one("error_quantize_negative_axis_scale", q(0, 0, axis=1),
+        [tensor("s", np.array([0.5, -1, 2], np.float32)), tensor("z", np.zeros(3, np.uint8))],
+        [2, 3], TensorProto.FLOAT, ["q_node", "y_scale[1] is -1"])
+    one("error_quantize_axis_length", q(0, 0, axis=1),
+        [tensor("s", np.array([0.5, 1], np.float32)), tensor("z", np.zeros(2, np.uint8))],
+        [2, 3], TensorProto.FLOAT, ["q_node", "per-axis y_scale has 2 values but axis 1 of x has 3"])
+    one("error_quantize_axis_range", q(0, 0, axis=4),
+        [tensor("s", np.array([0.5, 1, 2], np.float32)), tensor("z", np.zeros(3, np.uint8))],
+        [2, 3], TensorProto.FLOAT, ["q_node", "axis 4 is out of range"])
+    one("error_dequantize_zero_point_length",
+        helper.make_node("DequantizeLinear", ["X", "s", "z"], ["y"], name="dq_node", axis=1),
+        [tensor("s", np.array([0.5, 1, 2], np.float32)), tensor("z", np.zeros(2, np.uint8))],
+        [2, 3], TensorProto.UINT8, ["dq_node", "x_zero_point has 2 values but x_scale has 3"])
+    conv_inits = lambda xs, ws: [tensor("xs", np.float32(xs)), tensor("xz", np.uint8(128)),
+                                 tensor("W", np.ones((4, 2, 1, 1), np.int8)), tensor("ws", np.asarray(ws, np.float32)),
+                                 tensor("wz", np.int8(0)), tensor("ys", np.float32(0.1)), tensor("yz", np.uint8(0))]
+    conv = helper.make_node("QLinearConv", ["X", "xs", "xz", "W", "ws", "wz", "ys", "yz"], ["y"], name="conv_node")
+    one("error_qlinearconv_zero_x_scale", conv, conv_inits(0.0, 0.5), [1, 2, 3, 3], TensorProto.UINT8,
+        ["conv_node", "x_scale[0] is 0"])
+    one("error_qlinearconv_w_scale_length", conv, conv_inits(0.5, [0.5, 0.5, 0.5]), [1, 2, 3, 3], TensorProto.UINT8,
+        ["conv_node", "w_scale has 3 values", "one value per output channel (4)"])
+    one("error_qlinearconv_nan_w_scale", conv, conv_inits(0.5, [0.5, np.nan, 0.5, 0.5]), [1, 2, 3, 3],
+        TensorProto.UINT8, ["conv_node", "w_scale[1] is nan"])
+    return out
+
+
 def cases():
-    return qconv_cases() + qmatmul_cases() + quantize_cases() + qdq_cases()
+    return qconv_cases() + qmatmul_cases() + quantize_cases() + qdq_cases() + error_cases()
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -741,6 +791,8 @@ def write():
             np.save(os.path.join(OUT, c.name + ".ref_fused.npy"), c.fused_ref)
         manifest[c.name] = {"compare": c.compare, "expect_ops": c.expect_ops, "forbid_ops": c.forbid_ops,
                             "onednn": c.onednn, "reference_ops": c.reference_ops, "note": c.note}
+        if c.error:
+            manifest[c.name]["error"] = c.error
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
         f.write("\n")
@@ -829,6 +881,21 @@ def check(ophost, only=None, isa=None, threads=1):
             od = os.path.join(tmp, name)
             r = subprocess.run([ophost, "run", model, *ins, "--threads", str(threads), "--output-dir", od],
                                capture_output=True, text=True, env=env)
+            if meta.get("error"):  # must be refused, with a message naming what is wrong
+                msg = (r.stderr + r.stdout).strip()
+                if r.returncode == 0:
+                    problems.append("ran (exit 0); expected a load error")
+                elif r.returncode not in (1, 2):
+                    problems.append("exit %d (a crash?): %s" % (r.returncode, msg.splitlines()[-1:]))
+                missing = [e for e in meta["error"] if e not in msg]
+                if missing:
+                    problems.append("message lacks %s: %s" % (missing, msg.splitlines()[-1:]))
+                else:
+                    notes.append("refused: " + (msg.splitlines()[-1] if msg else ""))
+                print("%s %-50s %s" % ("FAIL" if problems else "ok  ", name, " | ".join(problems + notes)))
+                if problems:
+                    failed.append(name)
+                continue
             if r.returncode != 0:
                 problems.append("ophost run: %s" % (r.stderr or r.stdout).strip().splitlines()[-1:])
             else:
