@@ -13,6 +13,9 @@ Writes, for every case, into quant_cases/:
   manifest.json               per case: how each output is compared, which ops must (not) appear after the
                               host's passes, whether the kernels may run reference code
 
+Also: error_* cases (models ophost must refuse at load, the message naming node and input) and float16_* cases
+(half-precision graphs, run in float32 by the host's float16-promotion pass).
+
 Comparison: integer outputs exactly (any difference fails: count and first differing index printed); float
 outputs within 1e-6 relative; qdq_* cases (a float graph the pass rewrites to an int8 op) within one
 quantization step of the float graph's result (|diff| <= 1 as integers; the count of 1-step differences is
@@ -762,8 +765,41 @@ def error_cases():
     return out
 
 
+# ----- half-precision graphs (the host's float16-promotion pass: the graph runs in float32) -----
+
+def float16_cases():
+    """float16 / bfloat16 graphs whose float32 evaluation is exact (products and sums of few-bit values), so the
+    float16 output must equal numpy's float32 result rounded to float16 exactly."""
+    rng = np.random.default_rng(16)
+    out = []
+    # float16 in and out, float16 weights: y = Relu(x * w + c) with c a bfloat16 constant cast to float16.
+    x = (rng.integers(-8, 8, (3, 5)) / 4).astype(np.float16)
+    w = (rng.integers(-8, 8, (5,)) / 8).astype(np.float16)
+    c = helper.make_tensor("c", TensorProto.BFLOAT16, [1], [0.75])  # (onnx converts the float to bfloat16 bits)
+    nodes = [helper.make_node("Mul", ["X", "w"], ["m"]), helper.make_node("Cast", ["c"], ["cf"], to=TensorProto.FLOAT16),
+             helper.make_node("Add", ["m", "cf"], ["a"]), helper.make_node("Relu", ["a"], ["y"])]
+    g = helper.make_graph(nodes, "float16_graph", [helper.make_tensor_value_info("X", TensorProto.FLOAT16, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, x.shape)],
+                          [numpy_helper.from_array(w, "w"), c])
+    ref = np.maximum(x.astype(np.float32) * w.astype(np.float32) + np.float32(0.75), 0).astype(np.float16)
+    out.append(Case("float16_graph", helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), [("X", x)],
+                    [("y", ref)], compare={"y": "float"}))
+    # onnxconverter-common's keep_io_types layout: float32 in and out, Casts to and from float16 at the edges,
+    # a float16 MatMul weight between.
+    x = (rng.integers(-4, 4, (2, 4)) / 2).astype(np.float32)
+    b = (rng.integers(-4, 4, (4, 3)) / 4).astype(np.float16)
+    nodes = [helper.make_node("Cast", ["X"], ["xh"], to=TensorProto.FLOAT16), helper.make_node("MatMul", ["xh", "B"], ["mh"]),
+             helper.make_node("Cast", ["mh"], ["y"], to=TensorProto.FLOAT)]
+    g = helper.make_graph(nodes, "float16_keep_io", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [numpy_helper.from_array(b, "B")])
+    ref = (x.astype(np.float16).astype(np.float32) @ b.astype(np.float32)).astype(np.float16).astype(np.float32)
+    out.append(Case("float16_keep_io", helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), [("X", x)],
+                    [("y", ref)], compare={"y": "float"}))
+    return out
+
+
 def cases():
-    return qconv_cases() + qmatmul_cases() + quantize_cases() + qdq_cases() + error_cases()
+    return qconv_cases() + qmatmul_cases() + quantize_cases() + qdq_cases() + error_cases() + float16_cases()
 
 
 # ----------------------------------------------------------------------------------------------------------
