@@ -43,14 +43,15 @@ HWY_INLINE void StoreBytes(DI di, hn::VFromD<DI> v, bool is_signed, void* y, siz
 }
 
 // round-half-even(q) + zp, clamped to [lo, hi]; NaN gives lo. q is clamped in float first to [lo - zp, hi - zp]
-// (so the conversion cannot overflow and needs no integer clamp after it): the result is the same, since
-// rounding is monotonic and lo - zp, hi - zp are integers.
+// (the result is the same: rounding is monotonic and lo - zp, hi - zp are integers), so |q| <= 511 and adding
+// 1.5 * 2^23 leaves round-half-even(q) in the low mantissa bits (the float addition itself rounds to nearest even,
+// the spacing there being 1): one add and one integer subtract instead of a conversion with overflow fix-ups.
 template <class DF, class DI>
-HWY_INLINE hn::VFromD<DI> RoundAddClamp(DF df, DI, hn::VFromD<DF> q, hn::VFromD<DI> zp, hn::VFromD<DF> qlo,
+HWY_INLINE hn::VFromD<DI> RoundAddClamp(DF df, DI di, hn::VFromD<DF> q, hn::VFromD<DI> zp, hn::VFromD<DF> qlo,
                                         hn::VFromD<DF> qhi) {
-  // Max(q, qlo) with q NaN gives qlo on x86 (the second operand); then Min keeps it.
   q = hn::Min(hn::Max(hn::IfThenElse(hn::IsNaN(q), qlo, q), qlo), qhi);
-  return hn::Add(hn::NearestInt(q), zp);
+  const auto shifted = hn::Add(q, hn::Set(df, 12582912.0f));  // 1.5 * 2^23 = 0x4B400000
+  return hn::Add(hn::Sub(hn::BitCast(di, shifted), hn::Set(di, 0x4B400000)), zp);
 }
 
 // The first m (<= Lanes) elements at p, the other lanes 0: a whole vector when m is, else through a buffer (no read
