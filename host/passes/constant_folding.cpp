@@ -93,6 +93,13 @@ std::optional<uint64_t> outputs_bytes(const Node& n, const std::map<std::string,
   return bytes;
 }
 
+// A DequantizeLinear of an 8-bit constant, left to qdq-fusion when keep_8bit_dequantize is set (its int8 weights
+// stay a quarter of their float size); `input` is its input 0's element type.
+bool kept_for_qdq(const Node& n, DType input, bool keep_8bit_dequantize) {
+  return keep_8bit_dequantize && n.op_type == "DequantizeLinear" && n.domain.empty() &&
+         (input == DType::kInt8 || input == DType::kUint8);
+}
+
 // Bounded work: new constants may take the initializers' bytes plus `extra`.
 class FoldBudget {
  public:
@@ -131,7 +138,11 @@ void predict_fold(const Model& m, const std::map<std::string, InferredValue>& in
   for (const auto& [name, t] : m.initializers) constant.insert(name);
   size_t counted = 0;
   for (const Node& n : m.nodes) {
-    if (never_fold(n) || (keep_8bit_dequantize && n.op_type == "DequantizeLinear")) continue;
+    if (never_fold(n)) continue;
+    if (!n.inputs.empty()) {
+      auto in = info.find(n.inputs[0]);
+      if (in != info.end() && kept_for_qdq(n, in->second.dtype, keep_8bit_dequantize)) continue;
+    }
     bool inputs_constant = std::all_of(n.inputs.begin(), n.inputs.end(),
                                        [&](const std::string& in) { return in.empty() || constant.count(in); });
     bool shape_of_known = false;
@@ -231,8 +242,7 @@ PassResult fold_constants(Model& m, const PassHooks& hooks, size_t size_cap, uin
           ins.push_back(&it->second);
         }
         // DequantizeLinear of 8-bit weights, left to qdq-fusion.
-        if (all_constant && keep_8bit_dequantize && n.op_type == "DequantizeLinear" && n.domain.empty() && ins[0] &&
-            (ins[0]->dtype() == DType::kInt8 || ins[0]->dtype() == DType::kUint8))
+        if (all_constant && !ins.empty() && ins[0] && kept_for_qdq(n, ins[0]->dtype(), keep_8bit_dequantize))
           all_constant = false;
         // Outputs known to be over the per-node cap are not computed at all.
         if (all_constant) {

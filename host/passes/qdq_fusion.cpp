@@ -30,6 +30,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace ophost {
@@ -192,93 +193,94 @@ struct Fuser {
     return r;
   }
 
-  void fuse_conv(size_t ci) {
-    const Node& conv = m.nodes[ci];
-    if (conv.inputs.size() < 2 || conv.outputs.size() != 1) return;
-    const Node* xdq = producer(conv.inputs[0]);
-    const Node* wdq = producer(conv.inputs[1]);
-    if (!xdq || !wdq || !is_op(*xdq, "DequantizeLinear") || !is_op(*wdq, "DequantizeLinear")) return;
+  // The two DequantizeLinear inputs of a Conv or MatMul: the activation's (a constant per-tensor scale and its
+  // own zero point: without one the value may be int8 or uint8, which only its type would tell) and the weights'
+  // (an 8-bit initializer of rank `rank` (Conv: at least 3), per tensor or per channel along `channel_axis`).
+  struct Operands {
+    const Node* xdq;
+    const Node* wdq;
+    QParams xq, wq;
+    DType wtype;
+    int64_t channels;  // the weights' dim along channel_axis
+  };
+  std::optional<Operands> operands(const Node& op, size_t rank, bool at_least, size_t channel_axis) const {
+    if (op.inputs.size() < 2 || op.outputs.size() != 1) return std::nullopt;
+    const Node* xdq = producer(op.inputs[0]);
+    const Node* wdq = producer(op.inputs[1]);
+    if (!xdq || !wdq || !is_op(*xdq, "DequantizeLinear") || !is_op(*wdq, "DequantizeLinear")) return std::nullopt;
     auto xq = qparams(m, *xdq), wq = qparams(m, *wdq);
-    // (x's own zero point: without one x may be int8 or uint8, which only the value's type would tell)
-    if (!xq || !wq || !xq->scalar() || !xq->zp) return;
+    if (!xq || !wq || !xq->scalar() || !xq->zp) return std::nullopt;
     const Tensor* w = find_initializer(m, wdq->inputs[0]);
-    if (!w || !is_8bit(w->dtype()) || w->shape().size() < 3) return;
-    const int64_t M = w->shape()[0];
-    const DType wtype = w->dtype();  // (w points into m.initializers, which grows below)
-    if (wq->scale.size() != 1 && (static_cast<int64_t>(wq->scale.size()) != M || !(wq->axis == 0 || wq->axis == -static_cast<int64_t>(w->shape().size()))))
-      return;
-    if (wq->zp && wq->zp->dtype() != wtype) return;
+    if (!w || !is_8bit(w->dtype())) return std::nullopt;
+    const size_t wr = w->shape().size();
+    if (at_least ? wr < rank : wr != rank) return std::nullopt;
+    const int64_t channels = w->shape()[channel_axis];
+    const bool axis_ok = wq->axis == static_cast<int64_t>(channel_axis) ||
+                         wq->axis == static_cast<int64_t>(channel_axis) - static_cast<int64_t>(wr);
+    if (wq->scale.size() != 1 && (static_cast<int64_t>(wq->scale.size()) != channels || !axis_ok)) return std::nullopt;
+    if (wq->zp && wq->zp->dtype() != w->dtype()) return std::nullopt;
+    // (w points into m.initializers, which grows below: only its dtype and the channel count are kept)
+    return Operands{xdq, wdq, *xq, *wq, w->dtype(), channels};
+  }
+
+  // Writes `type` (QLinearConv / QLinearMatMul) for the op at `oi`, its activation at `act` (-1: none) and the
+  // QuantizeLinear at `qi`, with `extra` inputs after the standard eight and the op's attributes.
+  void fuse(const char* type, size_t oi, int act, int qi, const Operands& o, std::vector<std::string> extra) {
+    const Node& op = m.nodes[oi];
+    const Node& q = m.nodes[static_cast<size_t>(qi)];
+    const DType ytype = qparams(m, q)->type;
+    Node f;
+    f.name = passes::fused_node_name(op.name, type);
+    f.op_type = type;
+    f.inputs = {o.xdq->inputs[0], o.xdq->inputs[1], zero_point(*o.xdq, o.xq.type, 1), o.wdq->inputs[0],
+                o.wdq->inputs[1], zero_point(*o.wdq, o.wtype, o.wq.scale.size()), q.inputs[1],
+                zero_point(q, ytype, 1)};
+    f.inputs.insert(f.inputs.end(), extra.begin(), extra.end());
+    f.outputs = {q.outputs[0]};
+    f.attributes = op.attributes;
+    removed.insert(oi);
+    removed.insert(static_cast<size_t>(qi));
+    if (act >= 0) {
+      removed.insert(static_cast<size_t>(act));
+      ++activations;
+    }
+    added.push_back(std::move(f));
+  }
+
+  void fuse_conv(size_t ci) {
+    const auto o = operands(m.nodes[ci], 3, /*at_least=*/true, 0);
+    if (!o) return;
     int act = -1;
-    const int qi = output_chain(conv, &act);
+    const int qi = output_chain(m.nodes[ci], &act);
     if (qi < 0) return;
     // Bias to int32 in the accumulator's units.
-    std::string bias;
+    std::vector<std::string> extra;
+    const Node& conv = m.nodes[ci];
     if (conv.inputs.size() > 2 && !conv.inputs[2].empty()) {
       auto b = const_floats(m, conv.inputs[2]);
-      if (!b || static_cast<int64_t>(b->size()) != M) return;
-      Tensor bi(DType::kInt32, {M});
-      for (int64_t k = 0; k < M; ++k) {
-        const double unit = static_cast<double>(xq->scale[0]) * wq->scale[wq->scale.size() == 1 ? 0 : k];
+      if (!b || static_cast<int64_t>(b->size()) != o->channels) return;
+      Tensor bi(DType::kInt32, {o->channels});
+      for (int64_t k = 0; k < o->channels; ++k) {
+        const double unit = static_cast<double>(o->xq.scale[0]) * o->wq.scale[o->wq.scale.size() == 1 ? 0 : k];
         const double v = std::nearbyint(static_cast<double>((*b)[k]) / unit);
         if (!(std::fabs(v) < 2147483647.0)) return;
         bi.data_as<int32_t>()[k] = static_cast<int32_t>(v);
       }
-      bias = passes::fresh_name(names, conv.inputs[2] + "_int32");
-      m.initializers.emplace_back(bias, std::move(bi));
+      extra.push_back(passes::fresh_name(names, conv.inputs[2] + "_int32"));
+      m.initializers.emplace_back(extra.back(), std::move(bi));
     }
-    const Node& q = m.nodes[qi];
-    auto yq = qparams(m, q);
-    Node f;
-    f.name = passes::fused_node_name(conv.name, "QLinearConv");
-    f.op_type = "QLinearConv";
-    f.inputs = {xdq->inputs[0], xdq->inputs[1], zero_point(*xdq, xq->type, 1), wdq->inputs[0], wdq->inputs[1],
-                zero_point(*wdq, wtype, wq->scale.size()), q.inputs[1], zero_point(q, yq->type, 1)};
-    if (!bias.empty()) f.inputs.push_back(bias);
-    f.outputs = {q.outputs[0]};
-    for (const Attribute& a : conv.attributes) f.attributes.push_back(a);
-    removed.insert(ci);
-    removed.insert(static_cast<size_t>(qi));
-    if (act >= 0) {
-      removed.insert(static_cast<size_t>(act));
-      ++activations;
-    }
-    added.push_back(std::move(f));
+    fuse("QLinearConv", ci, act, qi, *o, std::move(extra));
     ++convs;
   }
 
   void fuse_matmul(size_t mi) {
-    const Node& mm = m.nodes[mi];
-    if (mm.inputs.size() != 2 || mm.outputs.size() != 1) return;
-    const Node* adq = producer(mm.inputs[0]);
-    const Node* bdq = producer(mm.inputs[1]);
-    if (!adq || !bdq || !is_op(*adq, "DequantizeLinear") || !is_op(*bdq, "DequantizeLinear")) return;
-    auto aq = qparams(m, *adq), bq = qparams(m, *bdq);
-    if (!aq || !bq || !aq->scalar() || !aq->zp) return;
-    const Tensor* b = find_initializer(m, bdq->inputs[0]);
-    if (!b || !is_8bit(b->dtype()) || b->shape().size() != 2) return;
-    const int64_t N = b->shape()[1];
-    const DType btype = b->dtype();  // (b points into m.initializers, which grows below)
-    if (bq->scale.size() != 1 && (static_cast<int64_t>(bq->scale.size()) != N || !(bq->axis == 1 || bq->axis == -1)))
-      return;
-    if (bq->zp && bq->zp->dtype() != btype) return;
+    if (m.nodes[mi].inputs.size() != 2) return;
+    const auto o = operands(m.nodes[mi], 2, /*at_least=*/false, 1);
+    if (!o) return;
     int act = -1;
-    const int qi = output_chain(mm, &act);
+    const int qi = output_chain(m.nodes[mi], &act);
     if (qi < 0) return;
-    const Node& q = m.nodes[qi];
-    auto yq = qparams(m, q);
-    Node f;
-    f.name = passes::fused_node_name(mm.name, "QLinearMatMul");
-    f.op_type = "QLinearMatMul";
-    f.inputs = {adq->inputs[0], adq->inputs[1], zero_point(*adq, aq->type, 1), bdq->inputs[0], bdq->inputs[1],
-                zero_point(*bdq, btype, bq->scale.size()), q.inputs[1], zero_point(q, yq->type, 1)};
-    f.outputs = {q.outputs[0]};
-    removed.insert(mi);
-    removed.insert(static_cast<size_t>(qi));
-    if (act >= 0) {
-      removed.insert(static_cast<size_t>(act));
-      ++activations;
-    }
-    added.push_back(std::move(f));
+    fuse("QLinearMatMul", mi, act, qi, *o, {});
     ++matmuls;
   }
 };
