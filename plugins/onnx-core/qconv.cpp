@@ -167,19 +167,15 @@ class QConvKernel {
     const bool shift = x_dtype_ == i8;  // int8 X runs as uint8: x + 128, zero point + 128 (see build)
     if (p->reorder_src || shift) {
       uint8_t* staged = reinterpret_cast<uint8_t*>(src_buf.get(p->src_md.get_size()));
+      const void* from = X.data();
       if (p->reorder_src) {
         memory to(p->staged_md, eng, staged);
         p->src_r.execute(stream, user_src, to);
         stream.wait();
-      } else {
-        std::memcpy(staged, X.data(), p->src_md.get_size());
+        from = staged;
       }
       if (shift) {
-        const size_t bytes = p->src_md.get_size();
-        parallel_for(bytes, kGrain * 4, [staged](size_t lo, size_t hi) {
-          uint8_t* __restrict b = staged + lo;  // (restrict: lets the compiler vectorise the byte loop)
-          for (size_t i = 0; i < hi - lo; ++i) b[i] ^= 0x80u;
-        });
+        quant::int8_as_uint8(from, staged, p->src_md.get_size());
         x_zp += 128;
       }
       src = memory(p->src_md, eng, staged);
@@ -208,13 +204,15 @@ class QConvKernel {
     char* y = static_cast<char*>(Y.data());
     const float* sc = scales.data();  // the calling thread's (thread_local) vectors, read by the team's threads
     const int32_t* bi = bias.data();
-    if (qlinear_ && !padded && (M == 1 || P == 1)) {  // the layouts coincide: [N, P] or [N, M] rows
-      parallel_for(N * M * P, kGrain, [&](size_t lo, size_t hi) {
-        for (size_t i = lo; i < hi;) {  // runs of one channel
-          const size_t m = M == 1 ? 0 : i % M, len = M == 1 ? hi - i : 1;
-          quant_simd::requantize(acc + i, len, bi[m], sc[m], y_zp, y_signed, y + i);
-          i += len;
-        }
+    if (qlinear_ && !padded && M == 1) {  // the layouts coincide: one channel, [N, P]
+      parallel_for(N * P, kGrain, [&](size_t lo, size_t hi) {
+        quant_simd::requantize(acc + lo, hi - lo, bi[0], sc[0], y_zp, y_signed, y + lo);
+      });
+      return;
+    }
+    if (qlinear_ && !padded && P == 1) {  // the layouts coincide: one pixel, [N, M] rows of per-channel scales
+      parallel_for(N, 1, [&](size_t lo, size_t hi) {
+        for (size_t n = lo; n < hi; ++n) quant_simd::requantize_cols(acc + n * M, M, bi, sc, y_zp, y_signed, y + n * M);
       });
       return;
     }

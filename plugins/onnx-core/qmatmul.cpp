@@ -134,14 +134,12 @@ class QMatMulKernel {
     thread_local Scratch a_buf, a_buf2, acc_buf, acc2_buf, scratch_buf;
     set_dnnl_threads();
     const void* a = A.data();
-    if (A.dtype() == i8) {  // to uint8: a + 128, zero point + 128
+    const uint8_t flip = A.dtype() == i8 ? 0x80u : 0;  // int8 A runs as uint8: a + 128, zero point + 128
+    a_zp += flip;
+    if (flip && !split_a_) {  // (the split below flips as it goes)
       uint8_t* u = reinterpret_cast<uint8_t*>(a_buf.get(R * K));
-      const uint8_t* s = static_cast<const uint8_t*>(A.data());
-      parallel_for(R * K, kGrain, [&](size_t lo, size_t hi) {
-        for (size_t i = lo; i < hi; ++i) u[i] = static_cast<uint8_t>(s[i] ^ 0x80u);
-      });
+      quant::int8_as_uint8(A.data(), u, R * K);
       a = u;
-      a_zp += 128;
     }
     int32_t* acc = qlinear_ ? reinterpret_cast<int32_t*>(acc_buf.get(R * N * sizeof(int32_t)))
                             : static_cast<int32_t*>(Y.data());
@@ -159,8 +157,9 @@ class QMatMulKernel {
           uint8_t* __restrict out_h = two + 2 * r * K;
           uint8_t* __restrict out_l = out_h + K;
           for (size_t k = 0; k < K; ++k) {
-            out_h[k] = static_cast<uint8_t>(in[k] >> 1);
-            out_l[k] = static_cast<uint8_t>(in[k] & 1u);
+            const uint8_t v = static_cast<uint8_t>(in[k] ^ flip);
+            out_h[k] = static_cast<uint8_t>(v >> 1);
+            out_l[k] = static_cast<uint8_t>(v & 1u);
           }
         }
       });

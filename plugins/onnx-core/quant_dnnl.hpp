@@ -116,6 +116,16 @@ inline void run_int8(const dnnl::primitive& first, const dnnl::memory& wei, cons
   stream.wait();
 }
 
+// dst[i] = src[i] ^ 0x80 for n bytes: int8 values as uint8 (x + 128; with the zero point + 128, x - zp is
+// unchanged), which is the source type oneDNN's int8 kernels are exact for. dst == src is allowed.
+inline void int8_as_uint8(const void* src, void* dst, size_t n) {
+  parallel_for(n, kGrain * 4, [=](size_t lo, size_t hi) {
+    const uint8_t* s = static_cast<const uint8_t*>(src) + lo;
+    uint8_t* d = static_cast<uint8_t*>(dst) + lo;
+    for (size_t i = 0; i < hi - lo; ++i) d[i] = static_cast<uint8_t>(s[i] ^ 0x80u);
+  });
+}
+
 // The integer values of a small constant tensor (zero points), or nullopt when it is not a constant of an 8/32-bit
 // integer type; an absent input gives an empty vector.
 inline std::optional<std::vector<int32_t>> constant_ints(const oph_value_info& v) {

@@ -18,28 +18,20 @@ namespace onnx_core::quant_simd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Stores int32 lanes v (already clamped to the 8-bit type's range) as `n` bytes at y.
+// Stores int32 lanes v (already clamped to the 8-bit type's range) as `n` bytes of type T at y.
+template <class T, class DI>
+HWY_INLINE void StoreBytesAs(DI di, hn::VFromD<DI> v, void* y, size_t n) {
+  const hn::Rebind<T, DI> d8;
+  const auto b = hn::DemoteTo(d8, v);
+  if (n == hn::Lanes(di)) return hn::StoreU(b, d8, static_cast<T*>(y));
+  HWY_ALIGN T buf[HWY_MAX_BYTES / 4];
+  hn::Store(b, d8, buf);
+  std::memcpy(y, buf, n);
+}
 template <class DI>
 HWY_INLINE void StoreBytes(DI di, hn::VFromD<DI> v, bool is_signed, void* y, size_t n) {
-  const hn::Rebind<uint8_t, DI> du8;
-  const hn::Rebind<int8_t, DI> di8;
-  if (is_signed) {
-    auto b = hn::DemoteTo(di8, v);
-    if (n == hn::Lanes(di)) hn::StoreU(b, di8, static_cast<int8_t*>(y));
-    else {
-      HWY_ALIGN int8_t buf[HWY_MAX_BYTES / 4];
-      hn::Store(b, di8, buf);
-      std::memcpy(y, buf, n);
-    }
-  } else {
-    auto b = hn::DemoteTo(du8, v);
-    if (n == hn::Lanes(di)) hn::StoreU(b, du8, static_cast<uint8_t*>(y));
-    else {
-      HWY_ALIGN uint8_t buf[HWY_MAX_BYTES / 4];
-      hn::Store(b, du8, buf);
-      std::memcpy(y, buf, n);
-    }
-  }
+  if (is_signed) StoreBytesAs<int8_t>(di, v, y, n);
+  else StoreBytesAs<uint8_t>(di, v, y, n);
 }
 
 // round-half-even(q) + zp, clamped to [lo, hi]; NaN gives lo. q is clamped in float first to [lo - zp, hi - zp]
