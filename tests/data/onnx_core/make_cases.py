@@ -36,12 +36,14 @@ RTOL, ATOL = 1e-4, 1e-5
 # ----------------------------------------------------------------------------------------------------------
 
 def conv_ref(x, w, b, strides, pads, dilations, group):
+    """Convolution in x's and w's type (float64 here; int64 for make_quant_cases.py's exact integer sums), padding
+    with zeros."""
     n, c, *sp = x.shape
     oc, icg, *k = w.shape
     nd = len(sp)
     xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[nd + i]) for i in range(nd)])
     out_sp = [(sp[i] + pads[i] + pads[nd + i] - ((k[i] - 1) * dilations[i] + 1)) // strides[i] + 1 for i in range(nd)]
-    y = np.zeros([n, oc] + out_sp)
+    y = np.zeros([n, oc] + out_sp, dtype=np.result_type(x.dtype, w.dtype))
     ocg = oc // group
     for g in range(group):
         xg = xp[:, g * icg:(g + 1) * icg]

@@ -52,6 +52,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from make_cases import conv_ref
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "quant_cases")
 FLOAT_RTOL = 1e-6
@@ -69,22 +71,7 @@ RANGE = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127)}
 def conv_acc(x, w, strides, pads, dilations, group):
     """Integer (int64) or float64 convolution of already zero-point-shifted x [N, C, ...] and w [M, C/g, ...];
     padding adds zeros (ONNX: the padded x equals x_zero_point, so (x - x_zp) is 0 there)."""
-    n, c, *sp = x.shape
-    oc, icg, *k = w.shape
-    nd = len(sp)
-    xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[nd + i]) for i in range(nd)])
-    out_sp = [(sp[i] + pads[i] + pads[nd + i] - ((k[i] - 1) * dilations[i] + 1)) // strides[i] + 1 for i in range(nd)]
-    y = np.zeros([n, oc] + out_sp, dtype=x.dtype)
-    ocg = oc // group
-    for g in range(group):
-        xg = xp[:, g * icg:(g + 1) * icg]
-        wg = w[g * ocg:(g + 1) * ocg]
-        for kidx in np.ndindex(*k):
-            sl = tuple(slice(kidx[i] * dilations[i], kidx[i] * dilations[i] + (out_sp[i] - 1) * strides[i] + 1, strides[i])
-                       for i in range(nd))
-            patch = xg[(slice(None), slice(None)) + sl]
-            y[:, g * ocg:(g + 1) * ocg] += np.einsum("ni...,oi->no...", patch, wg[(slice(None), slice(None)) + kidx])
-    return y
+    return conv_ref(x, w, None, strides, pads, dilations, group)
 
 
 def same_upper_pads(sp, k, strides, dilations):
